@@ -1,0 +1,36 @@
+# Two commands: `make report` (all notebooks of PARAMS into reports/) and `make test`.
+# Both create or update the project's virtual environment (.venv) with pip and register its Jupyter kernel.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PARAMS ?= params/default.yaml
+# Default data root: ../shared beside the repository when it exists (this repository's setting). Set
+# AZLLM_DATA_ROOT (or data.root in the params) to use your own files; with neither, hub sources are used.
+AZLLM_DATA_ROOT ?= $(if $(wildcard ../shared/data),$(abspath ../shared),)
+export AZLLM_DATA_ROOT
+
+.PHONY: report test venv lock bench-gpu clean-reports
+
+venv: $(VENV)/.azllm-installed
+
+$(VENV)/.azllm-installed: requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# one pip command: torch==2.13.0 is pinned in the lock next to liger-kernel, peft and bitsandbytes
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name azllm --display-name "Python (azllm)" >/dev/null
+	touch $@
+
+report: venv
+	$(PY) -m azllm run $(PARAMS)
+
+test: venv
+	$(PY) -m pytest -q tests
+
+# Regenerate the pins from the current venv (after changing requirements.in).
+lock: venv
+	$(PY) -m pip install --quiet -r requirements.in
+	$(PY) -m pip freeze --exclude-editable | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/' \
+	  | grep -v -E '^(pip|setuptools|wheel)==' > requirements.lock
+	$(PY) -m azllm lock-env

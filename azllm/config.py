@@ -1,0 +1,219 @@
+"""One YAML file holds every parameter of a run (``params/*.yaml``).
+
+:func:`load_params` reads a params file, lays it over :data:`DEFAULTS` and rejects any key that is not in the
+schema, naming the key, where it is and the keys that are allowed there. A params file therefore only needs the
+values it changes. Maps whose keys are chosen by the user (eval sets, baselines, benchmark variants) are written
+in :data:`DEFAULTS` as ``{"*": <schema of one entry>}``.
+
+Secrets never go into params: a hub token comes from the ``HF_TOKEN`` environment variable (huggingface_hub
+reads it), and :func:`load_params` refuses keys that look like secrets.
+
+>>> p = load_params(None, overrides={"run_name": "demo", "seed": 7})
+>>> p["run_name"], p["seed"], p["tokenizer"]["vocab_size"]
+('demo', 7, 32000)
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["DEFAULTS", "ParamsError", "load_params", "params_hash", "data_root", "artifacts_dir"]
+
+DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
+ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
+
+# One data source: a local path (glob, relative to the data root unless absolute) and/or a hub dataset.
+# The local path is used when it matches files; otherwise the hub dataset is streamed.
+SOURCE: dict[str, Any] = {
+    "path": None,  # e.g. "data/az/train/*.txt" (txt: one document per line; .jsonl/.parquet: `text_field`)
+    "hub": None,  # e.g. "wikimedia/wikipedia"
+    "config": None,  # hub config name, e.g. "20231101.az"
+    "split": "train",
+    "text_field": "text",
+    "max_bytes": None,  # stop after this many UTF-8 bytes of text (whole source)
+    "max_bytes_per_file": None,  # local files only: cap each file, to rebalance genres
+    "max_lines": None,  # stop after this many documents
+}
+
+DEFAULTS: dict[str, Any] = {
+    "run_name": "default",
+    "seed": 1234,
+    # notebooks to execute, in order, from notebooks/
+    "notebooks": ["01_tokenizers"],
+    "data": {
+        "root": None,  # data root; default: $AZLLM_DATA_ROOT
+        "train": copy.deepcopy(SOURCE),
+        "eval": {"*": copy.deepcopy(SOURCE)},
+        # line-parallel pairs for parity: {name: {az: SOURCE, en: SOURCE}}
+        "parallel": {"*": {"az": copy.deepcopy(SOURCE), "en": copy.deepcopy(SOURCE)}},
+    },
+    "tokenizer": {
+        # the main tokenizer of the run (used by the token files and the model)
+        "model_type": "unigram",  # unigram | bpe
+        "vocab_size": 32000,
+        "character_coverage": 0.9999,
+        "byte_fallback": True,
+        "split_digits": False,
+        "max_piece_length": 16,
+        "affix_presplit": False,
+        "split_by_whitespace": True,
+        "input_sentence_size": 0,  # 0: all sentences
+        "num_threads": 2,
+        # the sweep of the tokenizer report: every combination is trained
+        "sweep": {
+            "vocab_sizes": [8000, 16000, 32000, 64000],
+            "model_types": ["unigram", "bpe"],
+            "affix_presplit": [False, True],
+        },
+    },
+    # baseline tokenizers: {name: {path, hub, tiktoken}}; path is relative to the data root unless absolute
+    "baselines": {"*": {"path": None, "hub": None, "tiktoken": None}},
+    "report": {
+        "show_code": False,
+        "long_words": ["evlərimizdən", "Azərbaycanlılaşdıra bilmədiklərimizdənsinizmi"],
+        "segment_examples": 8,
+    },
+    # --- owned by the token-file issue (#3)
+    "tokens": {},
+    # --- owned by the training issue (#4)
+    "model": {},
+    "train": {},
+    # --- owned by the benchmark issue (#5)
+    "benchmark": {},
+}
+
+_SECRET_WORDS = ("token", "secret", "password", "api_key", "apikey")
+_SECRET_OK = {"tokenizer", "tokens", "max_tokens", "tokens_per_step", "eos_token", "pad_token", "bos_token",
+              "unk_token", "special_tokens"}
+
+
+class ParamsError(ValueError):
+    """A params file is malformed: an unknown key, a wrong type, a secret."""
+
+
+def _merge(defaults: Any, given: Any, where: str) -> Any:
+    if isinstance(defaults, dict) and set(defaults) == {"*"}:
+        if given is None:
+            return {}
+        if not isinstance(given, dict):
+            raise ParamsError(f"{where}: expected a mapping of name -> entry, got {type(given).__name__}")
+        return {k: _merge(defaults["*"], v, f"{where}.{k}") for k, v in given.items()}
+    if isinstance(defaults, dict) and defaults:
+        if given is None:
+            given = {}
+        if not isinstance(given, dict):
+            raise ParamsError(f"{where}: expected a mapping, got {type(given).__name__}: {given!r}")
+        unknown = sorted(set(given) - set(defaults))
+        if unknown:
+            raise ParamsError(
+                f"unknown params key {where + '.' if where else ''}{unknown[0]!s}; "
+                f"allowed keys{' in ' + where if where else ''}: {', '.join(sorted(defaults))}"
+            )
+        return {k: _merge(defaults[k], given.get(k, _MISSING), f"{where}.{k}" if where else k) for k in defaults}
+    if given is _MISSING:
+        return copy.deepcopy(defaults)
+    if isinstance(defaults, dict) and not defaults:  # free-form section not yet specified
+        return copy.deepcopy(given) if given is not None else {}
+    _check_type(defaults, given, where)
+    return copy.deepcopy(given)
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()
+
+
+def _check_type(default: Any, value: Any, where: str) -> None:
+    if default is None or value is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, list):
+        ok = isinstance(value, list)
+    else:
+        ok = True
+    if not ok:
+        raise ParamsError(f"{where}: expected {type(default).__name__}, got {type(value).__name__}: {value!r}")
+
+
+def _check_secrets(obj: Any, where: str = "") -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            lk = str(k).lower()
+            if lk not in _SECRET_OK and any(w in lk for w in _SECRET_WORDS) and isinstance(v, str) and len(v) > 8:
+                raise ParamsError(
+                    f"{where + '.' if where else ''}{k}: looks like a secret. Never put tokens or passwords in "
+                    "params (they end up in reports); set HF_TOKEN in the environment instead."
+                )
+            _check_secrets(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _check_secrets(v, f"{where}[{i}]")
+
+
+def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -> dict:
+    """Read a params YAML, validate it against :data:`DEFAULTS` and return plain nested dicts.
+
+    ``overrides`` (a dict of the same shape) is laid over the file, for tests and notebooks.
+    """
+    given: dict = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ParamsError(f"params file not found: {path}")
+        try:
+            given = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise ParamsError(f"{path}: not valid YAML: {e}") from e
+        if not isinstance(given, dict):
+            raise ParamsError(f"{path}: the top level must be a mapping")
+    if overrides:
+        given = _deep_update(copy.deepcopy(given), overrides)
+    _check_secrets(given)
+    return _merge(DEFAULTS, given, "")
+
+
+def _deep_update(base: dict, upd: dict) -> dict:
+    for k, v in upd.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _deep_update(base[k], v)
+        else:
+            base[k] = v
+    return base
+
+
+def params_hash(params: dict) -> str:
+    """sha256 (first 16 hex digits) of the canonical JSON of the params: equal params, equal hash.
+
+    >>> params_hash({"a": 1, "b": [1, 2]}) == params_hash({"b": [1, 2], "a": 1})
+    True
+    """
+    blob = json.dumps(params, sort_keys=True, ensure_ascii=False, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def data_root(params: dict | None = None) -> Path | None:
+    """The data root: ``params['data']['root']``, else ``$AZLLM_DATA_ROOT``, else None (hub sources only)."""
+    root = (params or {}).get("data", {}).get("root") or os.environ.get(DATA_ROOT_ENV)
+    return Path(root).expanduser().resolve() if root else None
+
+
+def artifacts_dir(params: dict | None = None) -> Path:
+    """Where heavy artifacts go (tokenizers, token files, checkpoints): ``$AZLLM_ARTIFACTS`` or ``./artifacts``,
+    in a sub-folder per run name. Git ignores ``artifacts/``."""
+    base = Path(os.environ.get(ARTIFACTS_ENV, "artifacts"))
+    name = (params or {}).get("run_name", "default")
+    return (base / name).resolve()

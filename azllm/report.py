@@ -1,0 +1,212 @@
+"""The report runner: params file -> papermill -> executed notebooks -> HTML pages, ``metrics.json``, ``index.html``.
+
+Layout of ``reports/<run_name>/``::
+
+    index.html            links to every page, with the run's status, params hash and commit
+    01_tokenizers.html    one page per notebook (code hidden unless report.show_code or --show-code)
+    01_tokenizers.ipynb   the executed notebook
+    params.yaml           the params as resolved (defaults filled in)
+    metrics.json          every number of the report + run metadata + input sha256s + artifact paths
+    parts/                what each notebook recorded (merged into metrics.json)
+
+Notebooks record their numbers with :func:`record` (plain JSON values) and their heavy outputs with
+:func:`record_artifact` (paths under the git-ignored artifacts folder); inputs with :func:`record_inputs`.
+A failed cell stops the run: the partial notebook is still rendered, ``metrics.json`` says which notebook failed
+and the runner exits non-zero.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import config
+from .utils import atomic_write_json, atomic_write_text, git_commit, machine_info, package_versions
+
+__all__ = ["record", "record_inputs", "record_artifact", "run_report", "run_metadata", "REPO_ROOT"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _merge_part(out_dir: str | os.PathLike, kind: str, section: str, values: dict) -> Path:
+    path = Path(out_dir) / "parts" / f"{kind}.{section}.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    old.update(values)
+    return atomic_write_json(path, old)
+
+
+def record(out_dir: str | os.PathLike, section: str, values: dict) -> None:
+    """Add ``values`` (JSON-serializable) to section ``section`` of the run's ``metrics.json``.
+
+    >>> record("reports/demo", "tokenizers", {"best_fertility": 1.52})  # doctest: +SKIP
+    """
+    _merge_part(out_dir, "metrics", section, _jsonable(values))
+
+
+def record_inputs(out_dir: str | os.PathLike, name: str, resolved) -> None:
+    """Record where an input came from and the sha256 of each of its local files."""
+    _merge_part(out_dir, "inputs", "all", {name: {"source": resolved.describe(), "sha256": resolved.sha256s()}})
+
+
+def record_artifact(out_dir: str | os.PathLike, name: str, path: str | os.PathLike) -> None:
+    """Record the path of a heavy artifact (tokenizer folder, token file, checkpoint)."""
+    _merge_part(out_dir, "artifacts", "all", {name: str(Path(path).resolve())})
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalars
+        try:
+            return obj.item()
+        except (ValueError, RuntimeError):
+            pass
+    if isinstance(obj, float) and (obj != obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def run_metadata(params: dict, params_file: str | os.PathLike | None) -> dict:
+    """Params, their hash, git commit, package versions, seed and machine of a run."""
+    return {
+        "run_name": params["run_name"],
+        "params_file": str(params_file) if params_file else None,
+        "params": params,
+        "params_hash": config.params_hash(params),
+        "seed": params["seed"],
+        "git_commit": git_commit(REPO_ROOT),
+        "packages": package_versions(),
+        "machine": machine_info(),
+        "data_root": str(config.data_root(params)) if config.data_root(params) else None,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _kernel_name() -> str:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return "azllm" if "azllm" in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+def _render_html(nb_path: Path, html_path: Path, show_code: bool) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    exporter = HTMLExporter(exclude_input=not show_code, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    atomic_write_text(html_path, body)
+
+
+def _collect(run_dir: Path) -> dict:
+    out: dict = {"metrics": {}, "inputs": {}, "artifacts": {}}
+    for part in sorted((run_dir / "parts").glob("*.json")):
+        kind, section, _ = part.name.split(".", 2)
+        data = json.loads(part.read_text())
+        if kind == "metrics":
+            out["metrics"][section] = data
+        else:
+            out[kind].update(data)
+    return out
+
+
+def _headline(metrics: dict) -> list[tuple[str, str]]:
+    rows = []
+    for section, values in metrics.items():
+        for k, v in values.items():
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool) and len(rows) < 40:
+                rows.append((f"{section}.{k}", f"{v:.4g}" if isinstance(v, float) else str(v)))
+    return rows
+
+
+def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict) -> None:
+    e = html.escape
+    items = "\n".join(
+        f'<li><a href="{e(p["html"])}">{e(p["name"])}</a> — <b class="{p["status"]}">{e(p["status"])}</b>'
+        f' ({p["seconds"]:.0f} s){(" — " + e(p["error"])) if p.get("error") else ""}</li>' for p in pages)
+    rows = "\n".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _headline(collected["metrics"]))
+    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>azllm — {e(meta['run_name'])}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} td{{padding:2px 8px}}
+.ok{{color:green}} .failed{{color:#b00}} .skipped{{color:#888}} code{{background:#eee}}</style></head><body>
+<h1>azllm report: {e(meta['run_name'])}</h1>
+<p>params <code>{e(str(meta['params_file']))}</code>, hash <code>{e(meta['params_hash'])}</code>,
+commit <code>{e(str(meta['git_commit']))}</code>, seed {meta['seed']}, {e(meta['time_utc'])}<br>
+machine: {e(str(meta['machine'].get('processor')))}, {meta['machine'].get('cpu_count')} cores,
+GPU: {e(", ".join(meta['machine'].get('gpus', [])) or 'none')}</p>
+<h2>Pages</h2><ul>{items}</ul>
+<p><a href="metrics.json">metrics.json</a> (every number, with params, versions and input sha256s) ·
+<a href="params.yaml">params.yaml</a></p>
+<h2>Headline numbers</h2><table>{rows}</table></body></html>"""
+    atomic_write_text(run_dir / "index.html", doc)
+
+
+def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike = "reports",
+               notebooks: list[str] | None = None, show_code: bool | None = None,
+               notebooks_dir: str | os.PathLike | None = None) -> tuple[Path, bool]:
+    """Execute the notebooks of a params file and write the report. Returns ``(run_dir, ok)``."""
+    import papermill as pm
+
+    params_file = Path(params_file).resolve()
+    params = config.load_params(params_file)
+    names = notebooks or params["notebooks"]
+    nb_dir = Path(notebooks_dir or REPO_ROOT / "notebooks")
+    for n in names:
+        if not (nb_dir / f"{n}.ipynb").is_file():
+            raise config.ParamsError(f"notebooks: no notebook {n!r} in {nb_dir} "
+                                     f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
+    show = params["report"]["show_code"] if show_code is None else show_code
+    run_dir = (Path(reports_dir) / params["run_name"]).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for old in (run_dir / "parts").glob("*.json"):
+        old.unlink()
+    meta = run_metadata(params, params_file)
+    atomic_write_text(run_dir / "params.yaml", yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    root = config.data_root(params)
+    print(f"azllm: run {params['run_name']!r} (params hash {meta['params_hash']})", flush=True)
+    print(f"azllm: data root: {root if root else 'none: hub sources from the params are used'} "
+          f"(set AZLLM_DATA_ROOT or data.root in the params to point elsewhere)", flush=True)
+    env_pp = os.environ.get("PYTHONPATH", "")
+    if str(REPO_ROOT) not in env_pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env_pp) if p)
+    kernel = _kernel_name()
+    pages, ok = [], True
+    for name in names:
+        t0 = time.time()
+        out_nb = run_dir / f"{name}.ipynb"
+        page = {"name": name, "html": f"{name}.html", "status": "ok", "seconds": 0.0}
+        print(f"azllm: executing {name} ...", flush=True)
+        try:
+            pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
+                                parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
+                                kernel_name=kernel, cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+        except Exception as e:  # papermill's execution error or a kernel death
+            ok = False
+            page["status"] = "failed"
+            page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
+            print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
+        page["seconds"] = time.time() - t0
+        if out_nb.is_file():
+            _render_html(out_nb, run_dir / page["html"], show)
+        pages.append(page)
+        if not ok:
+            break
+    for name in names[len(pages):]:
+        pages.append({"name": name, "html": f"{name}.html", "status": "skipped", "seconds": 0.0,
+                      "error": "not run: an earlier notebook failed"})
+    collected = _collect(run_dir)
+    atomic_write_json(run_dir / "metrics.json", {"run": meta, "notebooks": pages, **collected})
+    _write_index(run_dir, meta, pages, collected)
+    print(f"azllm: report {'written' if ok else 'FAILED (partial report written)'}: {run_dir / 'index.html'}",
+          flush=True)
+    return run_dir, ok

@@ -1,0 +1,400 @@
+"""Train SentencePiece tokenizers for Azerbaijani, export them as Hugging Face folders, and load any tokenizer.
+
+Training (:func:`train_tokenizer`) wraps ``sentencepiece.SentencePieceTrainer`` with the options that matter for
+Azerbaijani and returns the path of a Hugging Face folder that ``AutoTokenizer.from_pretrained(folder)`` loads
+offline and that gives the same ids as the SentencePiece model. Decisions:
+
+- Normalization is :func:`azllm.text.normalize`, applied to the corpus before training (and by the pipeline before
+  encoding). The SentencePiece rule is ``identity`` so that ``decode(encode(x)) == x`` for every normalized ``x``;
+  NFKC rules would rewrite characters such as ``…`` and break that, and case-folding rules are never used.
+- Special pieces: ``<unk>`` = 0, ``<s>`` = 1, ``</s>`` = 2, ``<pad>`` = 3. Byte fallback on by default, so that
+  no character is ever lost to ``<unk>``.
+- Affix-aware pre-split: with ``affix_presplit=True`` the training stream gets SentencePiece's
+  ``pretokenization_delimiter`` at every suffix boundary that :mod:`azllm.morph` predicts, so no piece crosses a
+  predicted stem/suffix boundary. The delimiter only exists at training time: encoding takes plain text.
+- Determinism: ``random_seed`` is fixed and the corpus file is written in source order, so the same corpus,
+  options and seed give a byte-identical ``sp.model`` (tested).
+- The output folder is written atomically (a temporary folder, then a rename) and a re-run with the same corpus
+  hash and options returns the existing folder without training again.
+
+Loading (:func:`load_tokenizer`) accepts a Hugging Face folder, a ``tokenizer.json``, a SentencePiece ``.model``,
+a tiktoken encoding name (``"tiktoken:cl100k_base"`` or a bare known name; offline through
+``TIKTOKEN_CACHE_DIR``) or a hub id, and returns a :class:`Tok` whose ``encode`` never adds special tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+__all__ = ["Tok", "TokenizerError", "VocabTooLargeError", "train_tokenizer", "load_tokenizer",
+           "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
+
+TIKTOKEN_NAMES = {"gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"}
+PRESPLIT_DELIMITER = "\x1f"  # azllm.text.normalize removes control characters, so it never occurs in text
+SPECIALS = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
+_BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
+
+
+class TokenizerError(ValueError):
+    """A tokenizer cannot be trained or loaded."""
+
+
+class VocabTooLargeError(TokenizerError):
+    """The requested vocabulary is larger than the corpus supports; ``max_vocab_size`` says what would work."""
+
+    def __init__(self, requested: int, max_vocab_size: int | None, detail: str = ""):
+        self.requested = requested
+        self.max_vocab_size = max_vocab_size
+        hint = (f"the largest size that works for this corpus is {max_vocab_size}" if max_vocab_size
+                else "use a smaller vocab_size or a larger corpus")
+        super().__init__(f"vocab_size={requested} is too large for this corpus: {hint}. {detail}".strip())
+
+
+@dataclass
+class Tok:
+    """A loaded tokenizer with one interface for every backend.
+
+    ``encode`` never adds special tokens; ``decode`` skips none (special ids decode to their text).
+    """
+
+    name: str
+    kind: str  # "sentencepiece" | "hf" | "tiktoken"
+    vocab_size: int
+    encode_fn: Callable[[str], list[int]] = field(repr=False)
+    decode_fn: Callable[[list[int]], str] = field(repr=False)
+    encode_batch_fn: Callable[[list[str]], list[list[int]]] | None = field(default=None, repr=False)
+    fallback_ids: frozenset[int] = field(default=frozenset(), repr=False)  # unk and byte-fallback ids
+    special_ids: frozenset[int] = field(default=frozenset(), repr=False)
+    eos_id: int | None = None
+    bos_id: int | None = None
+    pad_id: int | None = None
+    fingerprint: str = ""  # sha256 of the tokenizer's serialized form
+    path: str | None = None  # a Hugging Face folder, when there is one
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_fn(text)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.encode_batch_fn is not None:
+            return self.encode_batch_fn(list(texts))
+        return [self.encode_fn(t) for t in texts]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.decode_fn(list(ids))
+
+
+# ----------------------------------------------------------------------------------------------------- loading
+
+def _sha256_bytes(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _from_sentencepiece(path: Path, name: str) -> Tok:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    n = sp.get_piece_size()
+    fallback = frozenset(i for i in range(n) if sp.is_unknown(i) or sp.is_byte(i))
+    special = frozenset(i for i in range(n) if sp.is_control(i) or sp.is_unknown(i))
+    ids = lambda i: i if i >= 0 else None  # noqa: E731
+    return Tok(
+        name=name, kind="sentencepiece", vocab_size=n,
+        encode_fn=lambda t: sp.encode(t), decode_fn=lambda ids_: sp.decode(ids_),
+        encode_batch_fn=lambda ts: sp.encode(ts, num_threads=os.cpu_count() or 1),
+        fallback_ids=fallback, special_ids=special,
+        eos_id=ids(sp.eos_id()), bos_id=ids(sp.bos_id()), pad_id=ids(sp.pad_id()),
+        fingerprint=_sha256_bytes(sp.serialized_model_proto()),
+    )
+
+
+def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
+    """Wrap a ``tokenizers.Tokenizer``."""
+    model = json.loads(tok.to_str()).get("model", {})
+    vocab = tok.get_vocab(with_added_tokens=True)
+    fallback = set()
+    if model.get("byte_fallback"):
+        fallback |= {i for t, i in vocab.items() if _BYTE_PIECE.match(t)}
+    unk = model.get("unk_token")
+    if unk is not None and unk in vocab:
+        fallback.add(vocab[unk])
+    if model.get("type") == "Unigram" and model.get("unk_id") is not None:
+        fallback.add(int(model["unk_id"]))
+    added = tok.get_added_tokens_decoder()
+    special = frozenset(i for i, t in added.items() if t.special)
+    eos = next((vocab[t] for t in ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|im_end|>") if t in vocab),
+               None)
+    bos = next((vocab[t] for t in ("<s>", "<|begin_of_text|>", "<bos>") if t in vocab), None)
+    pad = next((vocab[t] for t in ("<pad>", "<|pad|>") if t in vocab), None)
+    return Tok(
+        name=name, kind="hf", vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        encode_fn=lambda t: tok.encode(t, add_special_tokens=False).ids,
+        decode_fn=lambda ids: tok.decode(ids, skip_special_tokens=False),
+        encode_batch_fn=lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)],
+        fallback_ids=frozenset(fallback), special_ids=special, eos_id=eos, bos_id=bos, pad_id=pad,
+        fingerprint=_sha256_bytes(tok.to_str().encode()), path=path,
+    )
+
+
+def _from_tiktoken(enc_name: str, name: str) -> Tok:
+    import tiktoken
+
+    try:
+        enc = tiktoken.get_encoding(enc_name)
+    except Exception as e:  # network or cache miss
+        raise TokenizerError(
+            f"tiktoken encoding {enc_name!r} could not be loaded ({type(e).__name__}: {e}). Offline, set "
+            "TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cache files."
+        ) from e
+    ranks_hash = _sha256_bytes(repr(sorted(enc._mergeable_ranks.items())[:1000]).encode() + enc.name.encode())
+    return Tok(
+        name=name, kind="tiktoken", vocab_size=enc.n_vocab,
+        encode_fn=lambda t: enc.encode_ordinary(t), decode_fn=lambda ids: enc.decode(ids),
+        encode_batch_fn=lambda ts: enc.encode_ordinary_batch(ts),
+        special_ids=frozenset(enc._special_tokens.values()), eos_id=enc.eot_token,
+        fingerprint=ranks_hash,
+    )
+
+
+def _from_vocab_merges(folder: Path, name: str) -> Tok:
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+
+    tok = Tokenizer(BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    t = _from_hf_tokenizer(tok, name, str(folder))
+    vocab = tok.get_vocab()
+    if "<|endoftext|>" in vocab:
+        t.eos_id = vocab["<|endoftext|>"]
+        t.special_ids = frozenset({t.eos_id})
+    return t
+
+
+def load_tokenizer(spec: str | os.PathLike, name: str | None = None) -> Tok:
+    """Load a tokenizer from any supported spec (see the module docstring).
+
+    >>> tok = load_tokenizer("tiktoken:gpt2")  # doctest: +SKIP
+    >>> tok.encode("Salam")  # doctest: +SKIP
+    [19221, 321]
+    """
+    s = str(spec)
+    name = name or (Path(s).name if os.path.exists(s) else s)
+    if s.startswith("tiktoken:"):
+        return _from_tiktoken(s.split(":", 1)[1], name)
+    p = Path(os.path.expanduser(s))
+    if p.exists():
+        if p.is_dir():
+            if (p / "tokenizer.json").is_file():
+                from tokenizers import Tokenizer
+
+                return _from_hf_tokenizer(Tokenizer.from_file(str(p / "tokenizer.json")), name, str(p))
+            if (p / "sp.model").is_file():
+                return _from_sentencepiece(p / "sp.model", name)
+            if (p / "tokenizer.model").is_file():
+                return _from_sentencepiece(p / "tokenizer.model", name)
+            if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():
+                return _from_vocab_merges(p, name)
+            raise TokenizerError(f"{p}: no tokenizer.json, *.model or vocab.json+merges.txt in this folder")
+        if p.suffix == ".model":
+            return _from_sentencepiece(p, name)
+        if p.suffix == ".json":
+            from tokenizers import Tokenizer
+
+            return _from_hf_tokenizer(Tokenizer.from_file(str(p)), name, str(p.parent))
+        raise TokenizerError(f"{p}: unknown tokenizer file type (expected a folder, tokenizer.json or .model)")
+    if s in TIKTOKEN_NAMES:
+        return _from_tiktoken(s, name)
+    if s.startswith(("/", "./", "../", "~")) or s.endswith((".model", ".json")) or s.count("/") > 1:
+        raise TokenizerError(f"tokenizer file not found: {s}")
+    # a hub id such as "meta-llama/Llama-3.2-1B"
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(s)
+    except Exception as e:
+        raise TokenizerError(f"could not load tokenizer {s!r} from the Hugging Face Hub: {e}") from e
+    return _from_hf_tokenizer(hf.backend_tokenizer, name)
+
+
+# ---------------------------------------------------------------------------------------------------- training
+
+_TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)")
+
+
+def _options_hash(opts: dict, corpus_sha: str) -> str:
+    blob = json.dumps({"opts": opts, "corpus": corpus_sha}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _write_corpus(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
+    from .morph import presplit
+
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for t in texts:
+            t = t.replace("\n", " ").strip()
+            if not t:
+                continue
+            if affix_presplit:
+                t = presplit(t, PRESPLIT_DELIMITER)
+            line = t + "\n"
+            f.write(line)
+            h.update(line.encode("utf-8"))
+            n += 1
+    if n == 0:
+        raise TokenizerError("empty corpus: no non-empty line to train a tokenizer on")
+    return h.hexdigest(), n
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    out_dir: str | os.PathLike,
+    *,
+    vocab_size: int = 32000,
+    model_type: str = "unigram",
+    character_coverage: float = 0.9999,
+    byte_fallback: bool = True,
+    split_digits: bool = False,
+    max_piece_length: int = 16,
+    affix_presplit: bool = False,
+    split_by_whitespace: bool = True,
+    input_sentence_size: int = 0,
+    num_threads: int = 2,
+    seed: int = 1234,
+    force: bool = False,
+) -> Path:
+    """Train a SentencePiece tokenizer on ``texts`` (already normalized documents) and export it.
+
+    Returns ``out_dir``, which then holds ``sp.model`` / ``sp.vocab`` (SentencePiece), ``tokenizer.json``,
+    ``tokenizer_config.json``, ``special_tokens_map.json`` (Hugging Face) and ``azllm_tokenizer.json`` (options,
+    corpus sha256, line count). Raises :class:`VocabTooLargeError` when the corpus cannot fill ``vocab_size``.
+
+    >>> folder = train_tokenizer(lines, "artifacts/tok", vocab_size=8000)  # doctest: +SKIP
+    >>> AutoTokenizer.from_pretrained(folder)  # doctest: +SKIP
+    """
+    import sentencepiece as spm
+
+    if model_type not in ("unigram", "bpe"):
+        raise TokenizerError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}")
+    out_dir = Path(out_dir)
+    opts = dict(vocab_size=int(vocab_size), model_type=model_type, character_coverage=float(character_coverage),
+                byte_fallback=bool(byte_fallback), split_digits=bool(split_digits),
+                max_piece_length=int(max_piece_length), affix_presplit=bool(affix_presplit),
+                split_by_whitespace=bool(split_by_whitespace), input_sentence_size=int(input_sentence_size),
+                seed=int(seed))
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        corpus_sha, n_lines = _write_corpus(texts, tmp / "corpus.txt", affix_presplit)
+        key = _options_hash(opts, corpus_sha)
+        meta_path = out_dir / "azllm_tokenizer.json"
+        if not force and meta_path.is_file():
+            try:
+                if json.loads(meta_path.read_text()).get("key") == key and (out_dir / "tokenizer.json").is_file():
+                    return out_dir
+            except json.JSONDecodeError:
+                pass
+        spm.set_random_generator_seed(int(seed))
+        kwargs = dict(
+            input=str(tmp / "corpus.txt"), model_prefix=str(tmp / "sp"), vocab_size=int(vocab_size),
+            model_type=model_type, character_coverage=float(character_coverage), byte_fallback=bool(byte_fallback),
+            split_digits=bool(split_digits), max_sentencepiece_length=int(max_piece_length),
+            split_by_whitespace=bool(split_by_whitespace), normalization_rule_name="identity",
+            remove_extra_whitespaces=True, input_sentence_size=int(input_sentence_size),
+            shuffle_input_sentence=True, num_threads=int(num_threads), max_sentence_length=1 << 16,
+            unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"], bos_piece=SPECIALS["bos"],
+            eos_piece=SPECIALS["eos"], pad_piece=SPECIALS["pad"], hard_vocab_limit=True, minloglevel=2,
+        )
+        if affix_presplit:
+            kwargs["pretokenization_delimiter"] = PRESPLIT_DELIMITER
+        try:
+            spm.SentencePieceTrainer.train(**kwargs)
+        except RuntimeError as e:
+            m = _TOO_HIGH.search(str(e))
+            if m:
+                raise VocabTooLargeError(int(vocab_size), int(m.group(2))) from None
+            raise TokenizerError(f"SentencePiece training failed: {e}") from None
+        _check_vocab_filled(tmp / "sp.model", int(vocab_size))
+        _strip_paths(tmp / "sp.model")
+        (tmp / "corpus.txt").unlink()
+        export_hf(tmp / "sp.model", tmp)
+        (tmp / "azllm_tokenizer.json").write_text(json.dumps(
+            {"key": key, "options": opts, "corpus_sha256": corpus_sha, "corpus_lines": n_lines,
+             "sentencepiece_model_sha256": hashlib.sha256((tmp / "sp.model").read_bytes()).hexdigest()},
+            indent=2))
+        _replace_dir(tmp, out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _check_vocab_filled(model_path: Path, vocab_size: int) -> None:
+    import sentencepiece as spm
+
+    n = spm.SentencePieceProcessor(model_file=str(model_path)).get_piece_size()
+    if n < vocab_size:
+        raise VocabTooLargeError(vocab_size, n)
+
+
+def _strip_paths(model_path: Path) -> None:
+    """SentencePiece stores the (temporary) input and output paths in the model; replace them with fixed names
+    so that the model file depends only on the corpus, the options and the seed."""
+    from transformers.convert_slow_tokenizer import import_protobuf
+
+    proto = import_protobuf().ModelProto()
+    proto.ParseFromString(model_path.read_bytes())
+    del proto.trainer_spec.input[:]
+    proto.trainer_spec.input.append("corpus.txt")
+    proto.trainer_spec.model_prefix = "sp"
+    model_path.write_bytes(proto.SerializeToString())
+    vocab = model_path.with_suffix(".vocab")
+    if vocab.exists():
+        vocab.write_text("".join(f"{p.piece}\t{p.score:g}\n" for p in proto.pieces), encoding="utf-8")
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Move folder ``src`` to ``dst`` with renames only, so that ``dst`` is never half-written."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Convert a SentencePiece model into a Hugging Face tokenizer folder (``tokenizer.json`` + config).
+
+    Uses transformers' own SentencePiece conversion (``SpmConverter.build_tokenizer_from_spm_proto``), which
+    follows the model's normalizer spec, byte fallback and BPE merge order, so the ids equal SentencePiece's.
+    """
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import SpmConverter, import_protobuf
+
+    model_pb2 = import_protobuf()
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(Path(model_path).read_bytes())
+    if proto.trainer_spec.model_type == 1:  # unigram
+        vocab = [(p.piece, p.score) for p in proto.pieces]
+    else:
+        vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
+    tok = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab, legacy=False)
+    if tok is None:
+        raise TokenizerError(f"{model_path}: unsupported SentencePiece model type {proto.trainer_spec.model_type}")
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=SPECIALS["unk"], bos_token=SPECIALS["bos"], eos_token=SPECIALS["eos"],
+        pad_token=SPECIALS["pad"], model_max_length=1_000_000_000, clean_up_tokenization_spaces=False,
+    )
+    hf.save_pretrained(str(out_dir))
+    return Path(out_dir)
