@@ -19,6 +19,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,9 @@ DEFAULTS: dict[str, Any] = {
     "benchmark": {},
 }
 
-_SECRET_WORDS = ("token", "secret", "password", "api_key", "apikey")
-_SECRET_OK = {"tokenizer", "tokens", "max_tokens", "tokens_per_step", "eos_token", "pad_token", "bos_token",
-              "unk_token", "special_tokens"}
+_SECRET_KEYS = {"token", "hf_token", "hub_token", "use_auth_token", "auth_token", "api_key", "apikey", "password",
+                "secret", "access_token", "wandb_api_key"}
+_SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,})$")
 
 
 class ParamsError(ValueError):
@@ -99,6 +100,8 @@ class ParamsError(ValueError):
 
 
 def _merge(defaults: Any, given: Any, where: str) -> Any:
+    if isinstance(defaults, dict) and given is _MISSING:
+        given = None
     if isinstance(defaults, dict) and set(defaults) == {"*"}:
         if given is None:
             return {}
@@ -152,8 +155,7 @@ def _check_type(default: Any, value: Any, where: str) -> None:
 def _check_secrets(obj: Any, where: str = "") -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
-            lk = str(k).lower()
-            if lk not in _SECRET_OK and any(w in lk for w in _SECRET_WORDS) and isinstance(v, str) and len(v) > 8:
+            if str(k).lower() in _SECRET_KEYS or (isinstance(v, str) and _SECRET_VALUE.match(v)):
                 raise ParamsError(
                     f"{where + '.' if where else ''}{k}: looks like a secret. Never put tokens or passwords in "
                     "params (they end up in reports); set HF_TOKEN in the environment instead."
@@ -162,6 +164,8 @@ def _check_secrets(obj: Any, where: str = "") -> None:
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
             _check_secrets(v, f"{where}[{i}]")
+    elif isinstance(obj, str) and _SECRET_VALUE.match(obj):
+        raise ParamsError(f"{where}: looks like a hub or API token; never put secrets in params")
 
 
 def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -> dict:

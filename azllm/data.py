@@ -199,3 +199,38 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def load_eval_sets(params: dict, root: Path | None) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]],
+                                                             dict[str, Resolved]]:
+    """Read the eval sets and line-parallel pairs of a run (normalized lines, order kept).
+
+    Returns ``(eval_sets, parallel, resolved)``; ``resolved`` maps each input's name to its :class:`Resolved`, for
+    the sha256s in the report. Parallel sides must have the same number of lines.
+    """
+    evals, par, res = {}, {}, {}
+    for name, spec in params["data"]["eval"].items():
+        r = resolve_source(spec, root)
+        res[f"eval.{name}"] = r
+        evals[name] = list(iter_documents(r))
+    for name, pair in params["data"]["parallel"].items():
+        ra, re_ = resolve_source(pair["az"], root), resolve_source(pair["en"], root)
+        res[f"parallel.{name}.az"], res[f"parallel.{name}.en"] = ra, re_
+        # keep empty lines while reading, so that the two sides stay aligned line by line
+        az = [_normalize(t) for t in _iter_capped(ra)]
+        en = [_normalize(t) for t in _iter_capped(re_)]
+        if len(az) != len(en):
+            raise DataError(f"parallel set {name!r}: {len(az)} Azerbaijani lines but {len(en)} English lines")
+        par[name] = (az, en)
+    return evals, par, res
+
+
+def _iter_capped(r: Resolved) -> list[str]:
+    out = []
+    for origin in (r.files if r.kind == "files" else [None]):
+        it = _iter_file(origin, r.text_field) if origin is not None else _iter_hub(r)
+        for t in it:
+            out.append(t)
+            if r.max_lines is not None and len(out) >= r.max_lines:
+                return out
+    return out

@@ -37,6 +37,7 @@ slot  what               forms
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from .text import az_lower
@@ -176,12 +177,13 @@ def segment(word: str) -> list[str]:
 
 
 def presplit(text: str, delimiter: str) -> str:
-    """Insert ``delimiter`` at every predicted suffix boundary of every word of ``text`` (for tokenizer training).
+    """Insert ``delimiter`` at every predicted suffix boundary of every run of letters in ``text`` (for
+    tokenizer training).
 
-    >>> presplit("evlərimizdən gəldik", "|")
-    'ev|lər|imiz|dən gəl|dik'
+    >>> presplit("evlərimizdən gəldik, 2021", "|")
+    'ev|lər|imiz|dən gəl|dik, 2021'
     """
-    out = []
-    for w in text.split(" "):
-        out.append(delimiter.join(segment(w)) if w.isalpha() else w)
-    return " ".join(out)
+    return _LETTERS.sub(lambda m: delimiter.join(segment(m.group(0))), text)
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")

@@ -189,7 +189,8 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
         try:
             pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
                                 parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
-                                kernel_name=kernel, cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+                                kernel_name=kernel, language="python", cwd=str(REPO_ROOT), progress_bar=False,
+                                log_output=False)
         except Exception as e:  # papermill's execution error or a kernel death
             ok = False
             page["status"] = "failed"

@@ -76,6 +76,8 @@ class Tok:
     eos_id: int | None = None
     bos_id: int | None = None
     pad_id: int | None = None
+    unk_id: int | None = None
+    id_to_piece: Callable[[int], str] | None = field(default=None, repr=False)
     fingerprint: str = ""  # sha256 of the tokenizer's serialized form
     path: str | None = None  # a Hugging Face folder, when there is one
 
@@ -110,7 +112,8 @@ def _from_sentencepiece(path: Path, name: str) -> Tok:
         encode_fn=lambda t: sp.encode(t), decode_fn=lambda ids_: sp.decode(ids_),
         encode_batch_fn=lambda ts: sp.encode(ts, num_threads=os.cpu_count() or 1),
         fallback_ids=fallback, special_ids=special,
-        eos_id=ids(sp.eos_id()), bos_id=ids(sp.bos_id()), pad_id=ids(sp.pad_id()),
+        eos_id=ids(sp.eos_id()), bos_id=ids(sp.bos_id()), pad_id=ids(sp.pad_id()), unk_id=ids(sp.unk_id()),
+        id_to_piece=sp.id_to_piece,
         fingerprint=_sha256_bytes(sp.serialized_model_proto()),
     )
 
@@ -122,24 +125,43 @@ def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
     fallback = set()
     if model.get("byte_fallback"):
         fallback |= {i for t, i in vocab.items() if _BYTE_PIECE.match(t)}
+    unk_id = None
     unk = model.get("unk_token")
     if unk is not None and unk in vocab:
-        fallback.add(vocab[unk])
+        unk_id = vocab[unk]
     if model.get("type") == "Unigram" and model.get("unk_id") is not None:
-        fallback.add(int(model["unk_id"]))
+        unk_id = int(model["unk_id"])
+    if unk_id is not None:
+        fallback.add(unk_id)
     added = tok.get_added_tokens_decoder()
     special = frozenset(i for i, t in added.items() if t.special)
-    eos = next((vocab[t] for t in ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|im_end|>") if t in vocab),
-               None)
-    bos = next((vocab[t] for t in ("<s>", "<|begin_of_text|>", "<bos>") if t in vocab), None)
-    pad = next((vocab[t] for t in ("<pad>", "<|pad|>") if t in vocab), None)
+    declared = {}
+    if path and (Path(path) / "tokenizer_config.json").is_file():
+        cfg = json.loads((Path(path) / "tokenizer_config.json").read_text(encoding="utf-8"))
+        for k in ("eos_token", "bos_token", "pad_token"):
+            v = cfg.get(k)
+            declared[k] = v.get("content") if isinstance(v, dict) else v
+    specials = {t.content: i for i, t in added.items() if t.special}
+
+    def find(key: str, names: tuple[str, ...]) -> int | None:
+        if declared.get(key) in vocab:
+            return vocab[declared[key]]
+        for pool in (specials, vocab):  # prefer special tokens: "</s>" can be an ordinary piece
+            for t in names:
+                if t in pool:
+                    return pool[t]
+        return None
+
+    eos = find("eos_token", ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "<|im_end|>"))
+    bos = find("bos_token", ("<|begin_of_text|>", "<s>", "<bos>"))
+    pad = find("pad_token", ("<pad>", "<|pad|>"))
     return Tok(
         name=name, kind="hf", vocab_size=tok.get_vocab_size(with_added_tokens=True),
         encode_fn=lambda t: tok.encode(t, add_special_tokens=False).ids,
         decode_fn=lambda ids: tok.decode(ids, skip_special_tokens=False),
         encode_batch_fn=lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)],
-        fallback_ids=frozenset(fallback), special_ids=special, eos_id=eos, bos_id=bos, pad_id=pad,
-        fingerprint=_sha256_bytes(tok.to_str().encode()), path=path,
+        fallback_ids=frozenset(fallback), special_ids=special, eos_id=eos, bos_id=bos, pad_id=pad, unk_id=unk_id,
+        id_to_piece=tok.id_to_token, fingerprint=_sha256_bytes(tok.to_str().encode()), path=path,
     )
 
 
@@ -398,3 +420,117 @@ def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path
     )
     hf.save_pretrained(str(out_dir))
     return Path(out_dir)
+
+
+# ------------------------------------------------------------------------------------------ params-level helpers
+
+_TRAIN_KEYS = ("model_type", "vocab_size", "character_coverage", "byte_fallback", "split_digits", "max_piece_length",
+               "affix_presplit", "split_by_whitespace", "input_sentence_size", "num_threads")
+
+
+def tokenizer_options(params: dict, **overrides) -> dict:
+    """Keyword arguments of :func:`train_tokenizer` from ``params['tokenizer']`` and the run's seed."""
+    opts = {k: params["tokenizer"][k] for k in _TRAIN_KEYS}
+    opts["seed"] = params["seed"]
+    opts.update(overrides)
+    return opts
+
+
+def variant_name(opts: dict) -> str:
+    """Short name of a tokenizer variant.
+
+    >>> variant_name({"model_type": "unigram", "vocab_size": 32000, "affix_presplit": True})
+    'unigram-32k-affix'
+    """
+    vs = opts["vocab_size"]
+    size = f"{vs // 1000}k" if vs % 1000 == 0 else str(vs)
+    return f"{opts['model_type']}-{size}" + ("-affix" if opts.get("affix_presplit") else "")
+
+
+def sweep_options(params: dict) -> list[dict]:
+    """Every combination of ``params['tokenizer']['sweep']``, as :func:`train_tokenizer` options."""
+    sw = params["tokenizer"]["sweep"]
+    return [tokenizer_options(params, vocab_size=v, model_type=m, affix_presplit=a)
+            for m in sw["model_types"] for a in sw["affix_presplit"] for v in sw["vocab_sizes"]]
+
+
+def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict],
+                progress: bool = True) -> dict[str, Path]:
+    """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``; returns name -> folder.
+
+    Variants already trained on the same corpus with the same options are reused (see :func:`train_tokenizer`).
+    A variant whose vocabulary the corpus cannot fill raises :class:`VocabTooLargeError`.
+    """
+    from .utils import progress as progress_bar
+
+    out = {}
+    for opts in progress_bar(options, desc="training tokenizers", disable=not progress):
+        name = variant_name(opts)
+        out[name] = train_tokenizer(docs, Path(out_root) / name, **opts)
+    return out
+
+
+def baseline_spec(entry: dict, root: Path | None) -> str:
+    """The spec to load a baseline from: its local ``path`` (relative to the data root) when it exists, else its
+    ``hub`` id. For a ``tiktoken`` entry, ``path`` names tiktoken's cache folder (``TIKTOKEN_CACHE_DIR``)."""
+    path = entry.get("path")
+    local = None
+    if path:
+        p = Path(os.path.expanduser(path))
+        if not p.is_absolute() and root is not None:
+            p = root / p
+        if p.is_absolute() and p.exists():
+            local = p
+    if entry.get("tiktoken"):
+        if local is not None:
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(local)
+        return f"tiktoken:{entry['tiktoken']}"
+    if local is not None:
+        return str(local)
+    if entry.get("hub"):
+        return entry["hub"]
+    raise TokenizerError(f"baseline tokenizer not found: path {path!r} does not exist under data root {root} "
+                         "and no hub id is given")
+
+
+def load_baselines(params: dict, root: Path | None) -> dict[str, Tok]:
+    """Load every baseline of ``params['baselines']``; a missing one raises :class:`TokenizerError`."""
+    out = {}
+    for name, entry in params["baselines"].items():
+        spec = baseline_spec(entry, root)
+        try:
+            out[name] = load_tokenizer(spec, name=name)
+        except TokenizerError:
+            raise
+        except Exception as e:
+            raise TokenizerError(f"baseline {name!r} ({spec}) could not be loaded: {type(e).__name__}: {e}") from e
+    return out
+
+
+def hf_id_mismatches(folder: str | os.PathLike, lines: list[str], *, allow_ties: bool = False) -> int:
+    """Lines where ``AutoTokenizer.from_pretrained(folder)`` (offline) gives other ids than the SentencePiece model
+    ``folder/sp.model``. 0 means the exported Hugging Face tokenizer is exact on these lines.
+
+    Known difference, unigram only: when two segmentations are permutations of the same pieces (``"000"`` as
+    ``00|0`` or ``0|00``) their scores tie exactly, and SentencePiece (longer piece first) and HF ``tokenizers``
+    (shorter piece first) break the tie differently. Both decode to the same text. With ``allow_ties=True`` such
+    lines are not counted; any other difference still is. BPE exports have no ties.
+    """
+    import sentencepiece as spm
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    sp = spm.SentencePieceProcessor(model_file=str(Path(folder) / "sp.model"))
+    bad = 0
+    for ln in lines:
+        a, b = hf.encode(ln, add_special_tokens=False), sp.encode(ln)
+        if a != b and not (allow_ties and is_tie(a, b, sp)):
+            bad += 1
+    return bad
+
+
+def is_tie(a: list[int], b: list[int], sp) -> bool:
+    """Two encodings of one text that differ only by the order of pieces inside equal-score spans."""
+    if sorted(a) != sorted(b) or sp.decode(a) != sp.decode(b):
+        return False
+    return abs(sum(sp.get_score(i) for i in a) - sum(sp.get_score(i) for i in b)) < 1e-6

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_write_json", "seed_everything", "machine_info",
-           "package_versions", "git_commit", "peak_rss_mb", "PACKAGES"]
+           "package_versions", "git_commit", "peak_rss_mb", "progress", "PACKAGES"]
 
 PACKAGES = ["azllm", "torch", "transformers", "accelerate", "liger-kernel", "triton", "peft", "bitsandbytes",
             "sentencepiece", "tokenizers", "tiktoken", "datasets", "numpy", "papermill", "nbconvert", "matplotlib"]
@@ -131,3 +131,16 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def progress(iterable=None, **kwargs):
+    """A tqdm progress bar that also reads well in executed notebooks: plain text (no widgets), refreshed at most
+    every 5 s when stderr is not a terminal, so that an HTML report keeps a short trace instead of hundreds of lines.
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    if not sys.stderr.isatty():
+        kwargs.setdefault("mininterval", 5.0)
+    return tqdm(iterable, **kwargs)

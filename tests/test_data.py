@@ -1,0 +1,82 @@
+import json
+
+import pytest
+
+from azllm.data import DataError, file_sha256, iter_documents, load_eval_sets, read_lines, resolve_source
+from azllm.config import load_params
+
+
+def test_local_txt_documents_are_normalized_lines(tmp_path):
+    (tmp_path / "a.txt").write_text("Az\u04d9rbaycan\n\n  Bakı  şəhəri \n", encoding="utf-8")
+    r = resolve_source({"path": "*.txt"}, tmp_path)
+    assert r.kind == "files"
+    assert list(iter_documents(r)) == ["Azərbaycan", "Bakı şəhəri"]
+
+
+def test_jsonl_and_parquet_through_the_same_function(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps({"text": t}) for t in ["bir", "iki"]), encoding="utf-8")
+    pq.write_table(pa.table({"text": ["üç", "dörd"]}), tmp_path / "d.parquet")
+    assert list(iter_documents(resolve_source({"path": "d.jsonl"}, tmp_path))) == ["bir", "iki"]
+    assert list(iter_documents(resolve_source({"path": "d.parquet"}, tmp_path))) == ["üç", "dörd"]
+    with pytest.raises(DataError, match="no field 'body'"):
+        list(iter_documents(resolve_source({"path": "d.jsonl", "text_field": "body"}, tmp_path)))
+
+
+def test_hub_code_path_on_a_local_dataset(tmp_path):
+    """The hub branch calls datasets.load_dataset(id, config, split, streaming=True); a local folder id runs the
+    same call offline."""
+    ds = tmp_path / "my_dataset"
+    ds.mkdir()
+    (ds / "train.jsonl").write_text("\n".join(json.dumps({"text": f"sənəd {i}"}) for i in range(50)), encoding="utf-8")
+    r = resolve_source({"path": "missing/*.txt", "hub": str(ds), "split": "train", "max_lines": 7}, tmp_path)
+    assert r.kind == "hub"
+    docs = list(iter_documents(r))
+    assert docs == [f"sənəd {i}" for i in range(7)]
+
+
+def test_caps(tmp_path):
+    (tmp_path / "a.txt").write_text("\n".join(["abcd"] * 10), encoding="utf-8")
+    (tmp_path / "b.txt").write_text("\n".join(["efgh"] * 10), encoding="utf-8")
+    assert len(list(iter_documents(resolve_source({"path": "*.txt", "max_bytes": 10}, tmp_path)))) == 2
+    per_file = list(iter_documents(resolve_source({"path": "*.txt", "max_bytes_per_file": 8}, tmp_path)))
+    assert per_file == ["abcd", "abcd", "efgh", "efgh"]
+
+
+def test_empty_corpus_is_a_clear_error(tmp_path):
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(DataError, match="empty corpus"):
+        list(iter_documents(resolve_source({"path": "empty.txt"}, tmp_path)))
+
+
+def test_non_utf8_names_file_and_byte_offset(tmp_path):
+    f = tmp_path / "bad.txt"
+    f.write_bytes("Salam\nBakı ".encode() + b"\xff\xfe" + b" son\n")
+    with pytest.raises(DataError) as e:
+        list(read_lines(f))
+    assert "bad.txt" in str(e.value) and "byte offset 12" in str(e.value) and "line 2" in str(e.value)
+
+
+def test_missing_source_says_what_was_tried(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        resolve_source({"path": "nope/*.txt"}, tmp_path)
+    with pytest.raises(DataError, match="no data root"):
+        resolve_source({"path": "nope/*.txt"}, None)
+
+
+def test_sha256(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"abc")
+    assert file_sha256(f) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_shared_eval_sets_are_parallel(data_root):
+    p = load_params(None, overrides={"data": {
+        "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}},
+        "parallel": {"flores": {"az": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"},
+                                "en": {"path": "data/az/dev/flores200.dev.eng_Latn.txt"}}}}})
+    evals, par, res = load_eval_sets(p, data_root)
+    assert len(evals["flores"]) == 997 and len(par["flores"][0]) == len(par["flores"][1]) == 997
+    assert all(len(v) == 64 for v in res["eval.flores"].sha256s().values())

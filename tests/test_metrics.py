@@ -1,0 +1,106 @@
+from collections import Counter
+
+import pytest
+
+from azllm.metrics import (best_variant, morph_alignment, segmentations, token_boundaries, tokenizer_metrics,
+                           word_prefix)
+from azllm.text import normalize
+from azllm.tokenizer import Tok, load_tokenizer
+
+
+def char_tok():
+    """A character-level tokenizer (id = code point): every character boundary is a token boundary."""
+    return Tok(name="chars", kind="test", vocab_size=0x110000, encode_fn=lambda t: [ord(c) for c in t],
+               decode_fn=lambda ids: "".join(map(chr, ids)))
+
+
+@pytest.fixture(scope="module")
+def flores(data_root):
+    d = data_root / "data/az/dev"
+    az = [normalize(x) for x in (d / "flores200.dev.azj_Latn.txt").read_text(encoding="utf-8").splitlines()]
+    en = [normalize(x) for x in (d / "flores200.dev.eng_Latn.txt").read_text(encoding="utf-8").splitlines()]
+    return az, en
+
+
+def test_counts_on_a_hand_example():
+    m = tokenizer_metrics(char_tok(), ["ev  ", "", "bu ev"], ["ab", "", "c"])
+    # lines "ev" and "bu ev": 2 + 5 tokens (the space is a token), 3 words, 7 characters, 7 bytes
+    assert m["lines"] == 2 and m["tokens"] == 7 and m["words"] == 3
+    assert m["fertility"] == pytest.approx(7 / 3)
+    assert m["continued_words"] == 1.0  # every word has 2 characters
+    assert m["chars_per_token"] == 1.0 and m["bytes_per_token"] == 1.0
+    assert m["parity"] == pytest.approx(7 / 3)  # English side: "ab" + "c" = 3 tokens
+    assert m["roundtrip"] == 1.0
+
+
+def test_bytes_per_token_counts_utf8():
+    m = tokenizer_metrics(char_tok(), ["əş"])
+    assert m["chars_per_token"] == 1.0 and m["bytes_per_token"] == 2.0
+
+
+def test_fertility_equals_reference_count(data_root, flores, monkeypatch):
+    import tiktoken
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
+    az, en = flores
+    m = tokenizer_metrics(load_tokenizer("tiktoken:cl100k_base"), az, en)
+    enc = tiktoken.get_encoding("cl100k_base")
+    ref_tokens = sum(len(enc.encode_ordinary(x)) for x in az)
+    assert m["tokens"] == ref_tokens
+    assert m["fertility"] == pytest.approx(ref_tokens / sum(len(x.split()) for x in az))
+    assert m["parity"] == pytest.approx(ref_tokens / sum(len(enc.encode_ordinary(x)) for x in en))
+
+
+@pytest.mark.parametrize("name,spec,lo,hi", [
+    ("gpt2", "tokenizers/gpt2", 4.8, 5.0),
+    ("llama2", "tokenizers/llama2/tokenizer.model", 4.1, 4.3),
+    ("llama3", "tokenizers/llama3.1", 3.3, 3.5),
+    ("xlm-r", "tokenizers/xlm-roberta/tokenizer.json", 1.75, 1.85),
+])
+def test_published_flores_fertility(data_root, flores, name, spec, lo, hi):
+    """The published FLORES-200 azj_Latn numbers (shared/data/README.md) are reproduced."""
+    m = tokenizer_metrics(load_tokenizer(data_root / spec), flores[0], morph=False)
+    assert lo <= m["fertility"] <= hi
+
+
+def test_word_prefix_per_backend(data_root):
+    assert word_prefix(load_tokenizer(data_root / "tokenizers/gpt2")) == " "
+    assert word_prefix(load_tokenizer(data_root / "tokenizers/llama2/tokenizer.model")) == ""
+    assert word_prefix(char_tok()) == ""
+
+
+def test_continued_words_match_per_word_encoding(data_root, flores):
+    tok = load_tokenizer(data_root / "tokenizers/llama3.1")
+    lines = flores[0][:50]
+    words = [w for x in lines for w in x.split()]
+    expected = sum(len(tok.encode(" " + w)) >= 2 for w in words) / len(words)
+    assert tokenizer_metrics(tok, lines, morph=False)["continued_words"] == pytest.approx(expected)
+
+
+def test_unk_and_byte_fallback_rates(data_root):
+    tok = load_tokenizer(data_root / "tokenizers/llama2/tokenizer.model")  # SentencePiece with byte fallback
+    m = tokenizer_metrics(tok, ["ə 🙂"], morph=False)
+    ids = tok.encode("ə 🙂")
+    expected = sum(i in tok.fallback_ids for i in ids) / len(ids)
+    assert expected > 0 and m["byte_fallback_rate"] == pytest.approx(expected)
+    assert m["unk_rate"] == 0
+
+
+def test_morph_alignment_with_character_tokens():
+    # evlərimizdən: predicted boundaries at 2, 5, 9; characters cut everywhere (11 internal boundaries)
+    m = morph_alignment(char_tok(), Counter({"evlərimizdən": 2, "və": 5}))
+    assert m["morph_recall"] == 1.0 and m["morph_precision"] == pytest.approx(3 / 11) and m["morph_words"] == 2
+    assert token_boundaries(char_tok(), [ord(c) for c in "ev"], "ev") == {1}
+
+
+def test_best_variant_requires_lossless_round_trip():
+    rows = [{"tokenizer": "a", "eval_set": "f", "vocab_size": 8, "fertility": 1.0, "roundtrip": 0.99},
+            {"tokenizer": "b", "eval_set": "f", "vocab_size": 8, "fertility": 1.5, "roundtrip": 1.0},
+            {"tokenizer": "c", "eval_set": "f", "vocab_size": 16, "fertility": 1.2, "roundtrip": 1.0}]
+    assert best_variant(rows, "f", 8)["tokenizer"] == "b"
+    assert best_variant(rows, "f")["tokenizer"] == "c"
+
+
+def test_segmentations_show_pieces(data_root):
+    seg = segmentations({"gpt2": load_tokenizer(data_root / "tokenizers/gpt2")}, ["evlərimizdən"])
+    assert seg["evlərimizdən"]["gpt2"].endswith(")")

@@ -1,0 +1,78 @@
+"""The runner: params -> papermill -> HTML + metrics.json + index.html, on the real notebook and tiny params."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from azllm.report import run_report
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_tokenizer_notebook_end_to_end(data_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    run_dir, ok = run_report(REPO / "params/tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["01_tokenizers"])
+    assert ok
+    for f in ("index.html", "01_tokenizers.html", "01_tokenizers.ipynb", "metrics.json", "params.yaml"):
+        assert (run_dir / f).is_file(), f
+    m = json.loads((run_dir / "metrics.json").read_text())
+    run = m["run"]
+    assert len(run["params_hash"]) == 16 and run["seed"] == 1234 and run["params"]["run_name"] == "tiny"
+    assert run["packages"]["torch"] and run["packages"]["sentencepiece"] and run["machine"]["cpu_count"]
+    assert "git_commit" in run
+    assert all(len(h) == 64 for h in m["inputs"]["train"]["sha256"].values())
+    tk = m["metrics"]["tokenizers"]
+    assert tk["best"] in {r["tokenizer"] for r in tk["table"]}
+    assert 1.0 < tk["best_fertility"] < 5.0
+    assert all(c["roundtrip_failures"] == 0 for c in tk["checks"].values())
+    assert Path(m["artifacts"]["tokenizer"]).joinpath("tokenizer.json").is_file()
+    assert {r["tokenizer"] for r in tk["table"]} >= {"gpt2", "xlm-r", "unigram-1k", "bpe-2k-affix"}
+    html = (run_dir / "01_tokenizers.html").read_text()
+    assert "data:image/png;base64" in html  # the plots are in the page
+    assert "load_params(" not in html  # code hidden by default
+    assert "01_tokenizers.html" in (run_dir / "index.html").read_text()
+
+
+def test_failed_cell_exits_nonzero_and_keeps_partial_report(tmp_path):
+    nb_dir = tmp_path / "nbs"
+    nb_dir.mkdir()
+    nb = new_notebook()
+    nb.cells = [new_code_cell('params_file = ""\nout_dir = ""', metadata={"tags": ["parameters"]}),
+                new_code_cell("from azllm import report\nreport.record(out_dir, 'demo', {'before': 1})\n"
+                              "print('first part done')"),
+                new_code_cell("raise ValueError('loss is NaN')"),
+                new_code_cell("print('never')")]
+    nbformat.write(nb, str(nb_dir / "boom.ipynb"))
+    nbformat.write(new_notebook(cells=[new_code_cell("print(1)")]), str(nb_dir / "after.ipynb"))
+    params = tmp_path / "p.yaml"
+    params.write_text("run_name: boom\nnotebooks: [boom, after]\n")
+    run_dir, ok = run_report(params, reports_dir=tmp_path / "reports", notebooks_dir=nb_dir)
+    assert not ok
+    html = (run_dir / "boom.html").read_text()
+    assert "first part done" in html and "loss is NaN" in html
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert [p["status"] for p in m["notebooks"]] == ["failed", "skipped"]
+    assert m["metrics"]["demo"] == {"before": 1}
+
+
+def test_cli_rejects_params_typo_with_exit_code_2(tmp_path):
+    params = tmp_path / "p.yaml"
+    params.write_text("tokenizer:\n  vocab_sise: 10\n")
+    r = subprocess.run([sys.executable, "-m", "azllm", "run", str(params), "--reports", str(tmp_path)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert "vocab_sise" in r.stderr and "vocab_size" in r.stderr
+
+
+def test_unknown_notebook_is_a_params_error(tmp_path):
+    from azllm.config import ParamsError
+
+    params = tmp_path / "p.yaml"
+    params.write_text("notebooks: [99_nope]\n")
+    with pytest.raises(ParamsError, match="99_nope"):
+        run_report(params, reports_dir=tmp_path)

@@ -1,0 +1,141 @@
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from azllm.data import iter_documents, resolve_source
+from azllm.text import normalize
+from azllm.tokenizer import (TokenizerError, VocabTooLargeError, baseline_spec, hf_id_mismatches, load_tokenizer,
+                             train_tokenizer)
+from azllm.metrics import tokenizer_metrics
+
+
+@pytest.fixture(scope="module")
+def docs(data_root):
+    return list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 40_000},
+                                              data_root)))
+
+
+@pytest.fixture(scope="module")
+def dev_lines(data_root):
+    d = data_root / "data/az/dev"
+    return [normalize(x) for f in ("flores200.dev.azj_Latn.txt", "xwmt.test.az.txt", "flores200.dev.eng_Latn.txt")
+            for x in (d / f).read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def trained(docs, tmp_path_factory):
+    root = tmp_path_factory.mktemp("tok")
+    return {mt: train_tokenizer(docs, root / mt, vocab_size=1000, model_type=mt) for mt in ("unigram", "bpe")}
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("mt", ["unigram", "bpe"])
+def test_hf_export_loads_offline_and_matches_sentencepiece_ids(trained, dev_lines, mt):
+    from transformers import AutoTokenizer
+
+    folder = trained[mt]
+    hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    assert (hf.unk_token, hf.bos_token, hf.eos_token, hf.pad_token) == ("<unk>", "<s>", "</s>", "<pad>")
+    assert (hf.unk_token_id, hf.bos_token_id, hf.eos_token_id, hf.pad_token_id) == (0, 1, 2, 3)
+    if mt == "bpe":
+        assert hf_id_mismatches(folder, dev_lines) == 0
+    else:  # unigram: only equal-score permutations ("000" as 00|0 vs 0|00) may differ, see hf_id_mismatches
+        assert hf_id_mismatches(folder, dev_lines, allow_ties=True) == 0
+        assert hf_id_mismatches(folder, dev_lines) <= 0.01 * len(dev_lines)
+
+
+@pytest.mark.parametrize("mt", ["unigram", "bpe"])
+def test_lossless_round_trip_on_dev_sets(trained, dev_lines, mt):
+    for spec in (trained[mt], trained[mt] / "sp.model"):
+        tok = load_tokenizer(spec)
+        assert all(tok.decode(tok.encode(x)) == x for x in dev_lines)
+    # byte fallback: characters never seen in training survive too
+    tok = load_tokenizer(trained[mt])
+    exotic = "Ωμέγα 漢字 🙂 ə"
+    assert tok.decode(tok.encode(exotic)) == exotic
+
+
+def test_training_is_deterministic_and_idempotent(docs, tmp_path):
+    a = train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True)
+    b = train_tokenizer(docs, tmp_path / "b", vocab_size=800, affix_presplit=True)
+    for f in ("sp.model", "tokenizer.json"):
+        assert _sha(a / f) == _sha(b / f)
+    mtime = (a / "sp.model").stat().st_mtime_ns
+    assert train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True) == a
+    assert (a / "sp.model").stat().st_mtime_ns == mtime  # reused, not retrained
+    c = train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True, seed=7)  # options changed
+    assert (c / "azllm_tokenizer.json").read_text() != "" and (a / "sp.model").stat().st_mtime_ns != mtime
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folders left
+
+
+def test_affix_presplit_aligns_tokens_with_suffixes(docs, trained, dev_lines, tmp_path):
+    """With the pre-split, far more predicted suffix boundaries become token boundaries (on held-out text)."""
+    import sentencepiece as spm
+
+    affix = train_tokenizer(docs, tmp_path / "affix", vocab_size=1000, affix_presplit=True)
+    proto = spm.SentencePieceProcessor(model_file=str(affix / "sp.model"))
+    assert all("\x1f" not in proto.id_to_piece(i) for i in range(proto.get_piece_size()))
+    lines = dev_lines[:400]
+    plain = tokenizer_metrics(load_tokenizer(trained["unigram"]), lines)
+    split = tokenizer_metrics(load_tokenizer(affix), lines)
+    assert split["morph_recall"] > plain["morph_recall"] + 0.15
+    assert split["roundtrip"] == 1.0
+
+
+@pytest.mark.parametrize("mt", ["unigram", "bpe"])
+def test_vocab_too_large_is_a_clear_error(docs, tmp_path, mt):
+    with pytest.raises(VocabTooLargeError) as e:
+        train_tokenizer(docs[:40], tmp_path / "x", vocab_size=30000, model_type=mt)
+    assert e.value.max_vocab_size is not None and 0 < e.value.max_vocab_size < 30000
+    assert f"largest size that works for this corpus is {e.value.max_vocab_size}" in str(e.value)
+    assert not (tmp_path / "x").exists()
+
+
+def test_empty_corpus(tmp_path):
+    with pytest.raises(TokenizerError, match="empty corpus"):
+        train_tokenizer(["", "   "], tmp_path / "x", vocab_size=100)
+
+
+def test_gpt2_vocab_merges_equals_tiktoken_reference(data_root, dev_lines, monkeypatch):
+    import tiktoken
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
+    ours = load_tokenizer(data_root / "tokenizers/gpt2")
+    ref = tiktoken.get_encoding("gpt2")
+    assert all(ours.encode(x) == ref.encode_ordinary(x) for x in dev_lines[:500])
+    assert ours.eos_id == ref.eot_token == 50256
+
+
+def test_every_baseline_kind_loads(data_root, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
+    import sentencepiece as spm
+    from tokenizers import Tokenizer
+
+    T = data_root / "tokenizers"
+    text = "Azərbaycan Respublikasının paytaxtı Bakı şəhəridir."
+    sp = spm.SentencePieceProcessor(model_file=str(T / "llama2/tokenizer.model"))
+    assert load_tokenizer(T / "llama2/tokenizer.model").encode(text) == sp.encode(text)
+    hf = Tokenizer.from_file(str(T / "xlm-roberta/tokenizer.json"))
+    assert load_tokenizer(T / "xlm-roberta/tokenizer.json").encode(text) == hf.encode(text, add_special_tokens=False).ids
+    llama3 = load_tokenizer(T / "llama3.1")
+    assert llama3.vocab_size == 128256 and llama3.decode(llama3.encode(text)) == text
+    assert 128000 not in llama3.encode(text)  # no BOS: counts never include special tokens
+    assert load_tokenizer("tiktoken:cl100k_base").vocab_size > 100000
+    assert load_tokenizer("o200k_base").decode(load_tokenizer("o200k_base").encode(text)) == text
+
+
+def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(TokenizerError, match="not found"):
+        load_tokenizer(tmp_path / "nope" / "tokenizer.model")
+    with pytest.raises(TokenizerError, match="baseline tokenizer not found"):
+        baseline_spec({"path": "tokenizers/nope"}, tmp_path)
+    assert baseline_spec({"path": "tokenizers/nope", "hub": "org/name"}, tmp_path) == "org/name"
+    # a hub id goes through AutoTokenizer.from_pretrained; offline it fails with a clear message
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(TokenizerError, match="Hugging Face Hub"):
+        load_tokenizer("azllm-test/does-not-exist")
