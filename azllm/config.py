@@ -67,6 +67,8 @@ DEFAULTS: dict[str, Any] = {
         "split_by_whitespace": True,
         "input_sentence_size": 0,  # 0: all sentences
         "num_threads": 2,
+        # cap each training file at this many bytes when training tokenizers (rebalances genres; None: all)
+        "max_bytes_per_file": None,
         # the sweep of the tokenizer report: every combination is trained
         "sweep": {
             "vocab_sizes": [8000, 16000, 32000, 64000],

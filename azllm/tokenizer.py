@@ -428,6 +428,14 @@ _TRAIN_KEYS = ("model_type", "vocab_size", "character_coverage", "byte_fallback"
                "affix_presplit", "split_by_whitespace", "input_sentence_size", "num_threads")
 
 
+def training_source(params: dict) -> dict:
+    """The source dict tokenizers train on: ``data.train`` with ``tokenizer.max_bytes_per_file`` applied."""
+    src = dict(params["data"]["train"])
+    if params["tokenizer"]["max_bytes_per_file"] is not None:
+        src["max_bytes_per_file"] = params["tokenizer"]["max_bytes_per_file"]
+    return src
+
+
 def tokenizer_options(params: dict, **overrides) -> dict:
     """Keyword arguments of :func:`train_tokenizer` from ``params['tokenizer']`` and the run's seed."""
     opts = {k: params["tokenizer"][k] for k in _TRAIN_KEYS}
@@ -534,3 +542,19 @@ def is_tie(a: list[int], b: list[int], sp) -> bool:
     if sorted(a) != sorted(b) or sp.decode(a) != sp.decode(b):
         return False
     return abs(sum(sp.get_score(i) for i in a) - sum(sp.get_score(i) for i in b)) < 1e-6
+
+
+def main_tokenizer(params: dict, root: Path | None = None, docs: Iterable[str] | None = None) -> Path:
+    """Train (or reuse, when unchanged) the run's main tokenizer, the one the token files and the model use.
+
+    It is trained with ``params['tokenizer']`` options on :func:`training_source` into
+    ``artifacts_dir(params)/"tokenizer"`` and its folder is returned. Pass ``docs`` to avoid reading the corpus
+    again.
+    """
+    from .config import artifacts_dir, data_root
+    from .data import iter_documents, resolve_source
+
+    if docs is None:
+        root = root if root is not None else data_root(params)
+        docs = iter_documents(resolve_source(training_source(params), root))
+    return train_tokenizer(docs, artifacts_dir(params) / "tokenizer", **tokenizer_options(params))

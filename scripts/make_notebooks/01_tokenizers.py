@@ -27,7 +27,7 @@ from azllm import config, data, metrics, plots, report, tokenizer
 P = config.load_params(params_file)
 root = config.data_root(P)
 art = config.artifacts_dir(P)
-train_src = data.resolve_source(P["data"]["train"], root)
+train_src = data.resolve_source(tokenizer.training_source(P), root)
 print("data root:", root or "none (hub sources)", "| set AZLLM_DATA_ROOT or data.root to point elsewhere")
 print("training corpus:", train_src.describe())
 report.record_inputs(out_dir, "train", train_src)
@@ -48,7 +48,7 @@ display(pd.DataFrame({k: {"lines": len(v), "words": sum(len(x.split()) for x in 
     ("md", "## Training the sweep\nEvery combination of `tokenizer.sweep` in the params; unchanged variants are reused from the artifacts folder."),
     ("code", """
 trained_paths = tokenizer.train_sweep(docs, art / "tokenizers", tokenizer.sweep_options(P))
-main_path = tokenizer.train_tokenizer(docs, art / "tokenizer", **tokenizer.tokenizer_options(P))
+main_path = tokenizer.main_tokenizer(P, docs=docs)
 report.record_artifact(out_dir, "tokenizer", main_path)
 for name, path in trained_paths.items():
     report.record_artifact(out_dir, f"tokenizers/{name}", path)
