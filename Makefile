@@ -26,7 +26,7 @@ report: venv
 	$(PY) -m azllm run $(PARAMS)
 
 test: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q
 
 # Regenerate the pins from the current venv (after changing requirements.in).
 lock: venv

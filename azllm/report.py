@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -99,11 +100,36 @@ def _kernel_name() -> str:
     return "azllm" if "azllm" in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+_TQDM_LINE = re.compile(r"^(?P<desc>[^|]*?):?\s*\d+%\|")
+
+
+def compact_progress(text: str) -> str:
+    r"""Keep only the last state of each tqdm bar in a stream output (the page needs the result, not the trace).
+
+    >>> compact_progress("a:  0%| | 0/2\ra: 50%| | 1/2\nwarn\na: 100%| | 2/2\n")
+    'warn\na: 100%| | 2/2\n'
+    """
+    lines = re.split(r"[\r\n]+", text)
+    last = {}
+    for i, ln in enumerate(lines):
+        m = _TQDM_LINE.match(ln)
+        if m:
+            last[m.group("desc").strip()] = i
+    keep = [ln for i, ln in enumerate(lines) if ln and (not _TQDM_LINE.match(ln) or i in last.values())]
+    return "\n".join(keep) + ("\n" if keep else "")
+
+
 def _render_html(nb_path: Path, html_path: Path, show_code: bool) -> None:
     import nbformat
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(nb_path), as_version=4)
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                out["text"] = compact_progress(out["text"])
+        cell["outputs"] = [o for o in cell.get("outputs", []) if not (o.get("output_type") == "stream"
+                                                                       and not o.get("text"))]
     exporter = HTMLExporter(exclude_input=not show_code, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
     atomic_write_text(html_path, body)
@@ -189,7 +215,7 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
         try:
             pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
                                 parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
-                                kernel_name=kernel, language="python", cwd=str(REPO_ROOT), progress_bar=False,
+                                kernel_name=kernel, language="python", cwd=str(REPO_ROOT), progress_bar=True,
                                 log_output=False)
         except Exception as e:  # papermill's execution error or a kernel death
             ok = False
