@@ -463,19 +463,23 @@ def sweep_options(params: dict) -> list[dict]:
 
 
 def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict],
-                progress: bool = True) -> dict[str, Path]:
-    """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``; returns name -> folder.
+                progress: bool = True) -> tuple[dict[str, Path], dict[str, str]]:
+    """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``.
 
-    Variants already trained on the same corpus with the same options are reused (see :func:`train_tokenizer`).
-    A variant whose vocabulary the corpus cannot fill raises :class:`VocabTooLargeError`.
+    Returns ``(trained, skipped)``: name -> folder for the variants trained (or reused: see
+    :func:`train_tokenizer`), and name -> reason for the variants whose vocabulary the corpus cannot fill
+    (:class:`VocabTooLargeError`), so that a sweep reports them instead of stopping.
     """
     from .utils import progress as progress_bar
 
-    out = {}
+    out, skipped = {}, {}
     for opts in progress_bar(options, desc="training tokenizers", disable=not progress):
         name = variant_name(opts)
-        out[name] = train_tokenizer(docs, Path(out_root) / name, **opts)
-    return out
+        try:
+            out[name] = train_tokenizer(docs, Path(out_root) / name, **opts)
+        except VocabTooLargeError as e:
+            skipped[name] = str(e)
+    return out, skipped
 
 
 def baseline_spec(entry: dict, root: Path | None) -> str:

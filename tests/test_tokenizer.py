@@ -139,3 +139,12 @@ def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TokenizerError, match="Hugging Face Hub"):
         load_tokenizer("azllm-test/does-not-exist")
+
+
+def test_sweep_reports_variants_the_corpus_cannot_fill(docs, tmp_path):
+    from azllm.tokenizer import train_sweep
+
+    opts = [dict(vocab_size=500, model_type="bpe"), dict(vocab_size=40000, model_type="bpe")]
+    trained, skipped = train_sweep(docs[:200], tmp_path, opts, progress=False)
+    assert list(trained) == ["bpe-500"] and list(skipped) == ["bpe-40k"]
+    assert "largest size that works" in skipped["bpe-40k"]

@@ -47,7 +47,10 @@ display(pd.DataFrame({k: {"lines": len(v), "words": sum(len(x.split()) for x in 
 """),
     ("md", "## Training the sweep\nEvery combination of `tokenizer.sweep` in the params; unchanged variants are reused from the artifacts folder."),
     ("code", """
-trained_paths = tokenizer.train_sweep(docs, art / "tokenizers", tokenizer.sweep_options(P))
+trained_paths, skipped = tokenizer.train_sweep(docs, art / "tokenizers", tokenizer.sweep_options(P))
+report.record(out_dir, "tokenizers", {"skipped": skipped})
+for name, why in skipped.items():
+    print(f"not trained: {name}: {why}")
 main_path = tokenizer.main_tokenizer(P, docs=docs)
 report.record_artifact(out_dir, "tokenizer", main_path)
 for name, path in trained_paths.items():
