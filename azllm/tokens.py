@@ -995,3 +995,32 @@ def plot_benchmark(res: dict):
     fig.suptitle("Encoding the corpus: throughput and memory (medians of fresh processes)")
     fig.tight_layout()
     return fig
+
+
+def run_benchmark(params: dict, tokenizer=None, out_json: str | os.PathLike | None = None,
+                  progress: bool = True) -> dict:
+    """:func:`benchmark` with the run's settings (``params["tokens"]["benchmark"]``) on ``params["data"]["train"]``.
+
+    ``quick``: one round, each corpus file capped at 50 KB unless ``max_bytes_per_file`` says otherwise, 3 training
+    steps; for tests and the tiny report. Work files go to ``artifacts_dir(params)/"tokens_bench"``.
+
+    >>> res = run_benchmark(load_params("params/tokens.default.yaml"))  # doctest: +SKIP
+    """
+    from .config import artifacts_dir, data_root
+    from .data import resolve_source
+
+    b = params["tokens"]["benchmark"]
+    tok = tokenizer or main_tokenizer(params)
+    spec = tok.path or params["tokens"].get("tokenizer")
+    if not spec:
+        raise TokenFileError(f"tokenizer {tok.name!r} has no path that a benchmark process could load; set "
+                             "tokens.tokenizer to a folder, a file or a tiktoken name")
+    src = dict(params["data"]["train"])
+    cap = b["max_bytes_per_file"] if b["max_bytes_per_file"] is not None else (50_000 if b["quick"] else None)
+    if cap is not None:
+        src["max_bytes_per_file"] = cap
+    resolved = resolve_source(src, data_root(params))
+    return benchmark(resolved, spec, artifacts_dir(params) / "tokens_bench", scale=int(b["scale"]),
+                     repeats=1 if b["quick"] else int(b["repeats"]), batch_size=int(b["batch_size"]),
+                     block_size=int(b["block_size"]), train_steps=3 if b["quick"] else 10, out_json=out_json,
+                     progress=progress)
