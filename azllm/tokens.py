@@ -331,7 +331,7 @@ def encode_corpus(
             raise TokenFileError("empty corpus: no non-empty document to encode")
         encode, backend = _chunk_encoder(tokenizer, first[:32])
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
 
             bar = tqdm(desc=f"encoding -> {out_dir.name}", unit="tok", unit_scale=True, smoothing=0.1,
                        file=sys.stderr)
@@ -682,9 +682,12 @@ def corpus_stats(resolved, tokenizer) -> list[dict]:
     {'source': 'edu_articles.txt', 'documents': 659, 'words': 21874, 'characters': 168003, 'tokens': 32112, ...}
     """
     from .data import iter_documents
+    from .text import whitespace_words
 
     encode = None
     rows: dict[str, dict] = {}
+    for f in resolved.files:  # every input file gets a row, also one that a cap leaves empty
+        rows[Path(f).name] = {"source": Path(f).name, "documents": 0, "words": 0, "characters": 0, "tokens": 0}
     buf: list[tuple[str, str]] = []
 
     def flush() -> None:
@@ -702,7 +705,7 @@ def corpus_stats(resolved, tokenizer) -> list[dict]:
         name = Path(origin).name if resolved.kind == "files" else origin
         r = rows.setdefault(name, {"source": name, "documents": 0, "words": 0, "characters": 0, "tokens": 0})
         r["documents"] += 1
-        r["words"] += len(doc.split())
+        r["words"] += len(whitespace_words(doc))
         r["characters"] += len(doc)
         buf.append((name, doc))
         if len(buf) >= 2048:
@@ -735,6 +738,15 @@ def _bench_child(cfg: dict) -> dict:
     from .tokenizer import load_tokenizer
 
     def rss() -> float:
+        """Peak RSS (MiB) of this process image: ``VmHWM`` of ``/proc/self/status``. ``getrusage``'s ru_maxrss
+        is kept across fork + exec on Linux, so in a child it can report the parent's size; VmHWM starts afresh
+        at exec. Elsewhere, ``getrusage``."""
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     variant, scale, out = cfg["variant"], int(cfg["scale"]), Path(cfg["out"])
@@ -850,7 +862,8 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     limit, the tokenizer's own batch encode on all cores with the documents in memory and nothing written
     (``limit``), the same one document at a time on one thread (``limit_1thread``), and, when the tokenizer is a
     folder with ``sp.model``, the folder's HF ``tokenizers`` backend (``hf_batch``, on 1x). Peak RSS is
-    ``ru_maxrss`` of each child; ``rss_growth_mb`` subtracts the RSS after imports.
+    the high-water mark of each child (``VmHWM``, see ``_bench_child``); ``rss_growth_mb`` subtracts the high-water mark
+    after imports.
 
     Decisions: the corpus is normalized once, up front, into ``workdir/corpus.txt`` (one document per line):
     :func:`encode_corpus` takes normalized documents, and normalizing is the same cost for every variant.
@@ -885,7 +898,7 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     runs: dict[str, list[dict]] = {}
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
 
         bar = tqdm(total=len(jobs) * repeats, desc="benchmark", unit="run", file=sys.stderr)
     for _ in range(repeats):

@@ -168,6 +168,25 @@ def test_bad_inputs_get_clear_errors(tok, tmp_path):
     assert not list((tmp_path / "e").glob("*.bin")) and not list((tmp_path / "e").glob(".*.tmp"))
 
 
+@needs_data
+def test_encode_source_and_corpus_stats(tok, tmp_path):
+    from azllm.data import iter_documents, resolve_source
+    from azllm.tokens import corpus_stats, encode_source
+
+    r = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 5_000}, Path(DATA_ROOT))
+    docs = list(iter_documents(r))
+    first = encode_source(r, tok, tmp_path / "t", progress=False)
+    assert not first["skipped"] and first["train_docs"] + first["val_docs"] == len(docs)
+    assert encode_source(r, tok, tmp_path / "t", progress=False)["skipped"]  # by the files' sha256s
+    stats = corpus_stats(r, tok)
+    total = stats[-1]
+    assert total["source"] == "all" and len(stats) == len(r.files) + 1
+    assert total["documents"] == len(docs) and total["characters"] == sum(map(len, docs))
+    assert total["tokens"] == sum(len(tok.encode(d)) for d in docs) == first["train_tokens"] + first[
+        "val_tokens"] - len(docs)
+    assert total["tokens_per_word"] == pytest.approx(total["tokens"] / sum(len(d.split()) for d in docs))
+
+
 # ------------------------------------------------------------------------------------------------- headers
 
 def test_truncated_file_is_refused(encoded, tmp_path):
