@@ -97,6 +97,8 @@ display(pd.DataFrame([{"get_batch ms": g["get_batch_ms"], "batches/s": g["batche
 pd.Series(bench["targets"], name="met").to_frame()"""),
 ]
 
+for i, c in enumerate(cells):  # stable ids: regenerating gives the same file
+    c["id"] = f"tokens-{i:02d}"
 nb = new_notebook(cells=cells, metadata={
     "kernelspec": {"name": "azllm", "display_name": "Python (azllm)", "language": "python"},
     "language_info": {"name": "python"},
