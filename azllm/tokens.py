@@ -754,6 +754,8 @@ def _bench_child(cfg: dict) -> dict:
     eos, dtype = tok.eos_id, token_dtype(tok.vocab_size)
     docs = _stream_docs(cfg["corpus"], scale)
     res: dict = {}
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = ru0.ru_utime + ru0.ru_stime
     if variant in ("limit", "limit_1thread", "hf_batch"):
         if variant == "hf_batch":
             tok = load_tokenizer(cfg["encoder_tokenizer"])
@@ -793,9 +795,14 @@ def _bench_child(cfg: dict) -> dict:
         else:
             raise ValueError(f"unknown benchmark variant {variant!r}")
         res.update(tokens=n, seconds=time.perf_counter() - t0)
-    res.update(peak_rss_mb=rss(), base_rss_mb=base)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    res.update(peak_rss_mb=rss(), base_rss_mb=base, cpu_seconds_process=ru.ru_utime + ru.ru_stime)
     res["rss_growth_mb"] = res["peak_rss_mb"] - base
     res["tokens_per_s"] = res["tokens"] / max(res["seconds"], 1e-9)
+    # CPU seconds of the measured work (the limits: all inner repeats): robust when other jobs share the cores
+    res["cpu_seconds"] = res.pop("cpu_seconds_process") - cpu0
+    inner = int(cfg.get("inner", 2)) if variant in ("limit", "limit_1thread", "hf_batch") else 1
+    res["tokens_per_cpu_s"] = res["tokens"] * inner / max(res["cpu_seconds"], 1e-9)
     return res
 
 
@@ -896,6 +903,7 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     if hf_batch and sp_spec != str(tpath):
         jobs.append(("hf_batch", 1))
     runs: dict[str, list[dict]] = {}
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     bar = None
     if progress:
         from tqdm import tqdm
@@ -916,7 +924,8 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     med = {}
     for k, rs in runs.items():
         med[k] = {m: float(np.median([r[m] for r in rs])) for m in
-                  ("tokens_per_s", "seconds", "peak_rss_mb", "base_rss_mb", "rss_growth_mb", "tokens")}
+                  ("tokens_per_s", "seconds", "peak_rss_mb", "base_rss_mb", "rss_growth_mb", "tokens",
+                   "cpu_seconds", "tokens_per_cpu_s")}
         med[k]["runs"] = len(rs)
         if "backend" in rs[0]:
             med[k]["backend"] = rs[0]["backend"]
@@ -943,7 +952,10 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
            "targets": {"c_over_limit>=0.85": ratios["c_over_limit_1x"] >= 0.85,
                        "c_rss_growth<64MB": ratios["c_rss_growth_1x_to_Nx_mb"] < 64,
                        "get_batch<1%_of_step": gb["get_batch_share_of_step"] < 0.01},
-           "machine": machine_info(), "tokenizer": str(tpath)}
+           "machine": machine_info(), "tokenizer": str(tpath),
+           # 1-minute load average before and after the runs: above the core count, other jobs shared the CPUs
+           "load_avg_1min": [load_before[0] if load_before else None,
+                             os.getloadavg()[0] if hasattr(os, "getloadavg") else None]}
     if out_json:
         atomic_write_json(out_json, res)
     return res
@@ -965,24 +977,30 @@ def benchmark_table(res: dict) -> list[dict]:
                      "vs limit": m["tokens_per_s"] / lim,
                      "vs (a)": m["tokens_per_s"] / a[int(s)] if a.get(int(s)) else None,
                      "seconds": m["seconds"], "peak RSS MB": m["peak_rss_mb"],
-                     "RSS growth MB": m["rss_growth_mb"], "tokens": int(m["tokens"])})
+                     "RSS growth MB": m["rss_growth_mb"], "tokens": int(m["tokens"]),
+                     "Mtokens/CPU-s": m["tokens_per_cpu_s"] / 1e6})
     return rows
 
 
 def format_benchmark(res: dict) -> str:
     """A plain-text table of :func:`benchmark`'s medians and ratios."""
     lines = [f"{'variant':44s} {'scale':>5s} {'Mtok/s':>7s} {'vs lim':>6s} {'vs (a)':>6s} {'sec':>7s} "
-             f"{'peakRSS':>8s} {'growth':>7s}"]
+             f"{'peakRSS':>8s} {'growth':>7s} {'Mtok/CPU-s':>10s}"]
     for r in benchmark_table(res):
         va = f"{r['vs (a)']:.2f}" if r["vs (a)"] is not None else "-"
         lines.append(f"{r['variant']:44s} {r['scale']:>5s} {r['Mtokens/s']:7.2f} {r['vs limit']:6.2f} {va:>6s} "
-                     f"{r['seconds']:7.2f} {r['peak RSS MB']:8.0f} {r['RSS growth MB']:7.0f}")
+                     f"{r['seconds']:7.2f} {r['peak RSS MB']:8.0f} {r['RSS growth MB']:7.0f} "
+                     f"{r['Mtokens/CPU-s']:10.2f}")
     lines.append("")
     lines += [f"{k:34s} {v:.3f}" for k, v in res["ratios"].items()]
     g = res["get_batch"]
     lines.append(f"get_batch({g['batch_size']}, {g['block_size']}): {g['get_batch_ms']:.3f} ms "
                  f"({g['batches_per_s']:.0f} batches/s, {g['batch_tokens_per_s'] / 1e6:.1f} Mtok/s); "
                  f"train step {g['train_step_ms']:.1f} ms ({g['model']}); share {g['get_batch_share_of_step']:.2%}")
+    la = res.get("load_avg_1min") or [None, None]
+    if la[0] is not None:
+        lines.append(f"load average (1 min) before/after: {la[0]:.1f} / {la[1]:.1f} on "
+                     f"{res['machine'].get('cpu_count')} cores")
     lines.append("targets: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in res["targets"].items()))
     return "\n".join(lines)
 

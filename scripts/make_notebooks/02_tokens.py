@@ -77,18 +77,22 @@ medians over interleaved rounds:
 - the **limit**: the tokenizer's own batch encode on all cores, documents in memory, nothing written.
 
 Each at 1x and at `scale`x the corpus (the corpus file read again and again, never held in memory).
-`get_batch` is timed against one training step (forward, backward, AdamW) of a tiny Llama."""),
+`get_batch` is timed against one training step (forward, backward, AdamW) of a tiny Llama.
+Tokens per CPU-second is shown too: wall-clock throughput depends on what else runs on the machine (the load
+average before and after the runs is recorded), CPU time much less."""),
     new_code_cell("""bench = tokens.run_benchmark(P, tok, out_json=f"{out_dir}/tokens_benchmark.json")
 report.record(out_dir, "tokens_benchmark", {**bench["variants"], "ratios": bench["ratios"],
                                             "get_batch": bench["get_batch"], "targets": bench["targets"],
                                             "scale": bench["scale"], "repeats": bench["repeats"],
-                                            "corpus": bench["corpus"]})
+                                            "corpus": bench["corpus"], "load_avg_1min": bench["load_avg_1min"]})
 pd.DataFrame(tokens.benchmark_table(bench)).style.format(
     {"Mtokens/s": "{:.2f}", "vs limit": "{:.2f}", "vs (a)": "{:.2f}", "seconds": "{:.2f}",
-     "peak RSS MB": "{:.0f}", "RSS growth MB": "{:.1f}", "tokens": "{:,}"}, na_rep="-")"""),
+     "peak RSS MB": "{:.0f}", "RSS growth MB": "{:.1f}", "tokens": "{:,}", "Mtokens/CPU-s": "{:.2f}"}, na_rep="-")"""),
     new_code_cell("""fig = tokens.plot_benchmark(bench)"""),
     new_markdown_cell("""Ratios and targets (issue 3: (c) at >= 85% of the limit, (c)'s peak RSS growing < 64 MB from 1x to
-the large corpus while (a) grows with it, `get_batch` < 1% of a training step):"""),
+the large corpus while (a) grows with it, `get_batch` < 1% of a training step). The throughput target is meant
+for a real corpus: on a tiny slice (the `tiny` params) the fixed costs of (c) (starting threads, checking the
+backend, fsync of the files) are a large share of a run that lasts a fraction of a second."""),
     new_code_cell("""display(pd.Series(bench["ratios"], name="ratio").to_frame().style.format("{:.3f}"))
 g = bench["get_batch"]
 display(pd.DataFrame([{"get_batch ms": g["get_batch_ms"], "batches/s": g["batches_per_s"],
