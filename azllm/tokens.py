@@ -102,12 +102,21 @@ def token_dtype(vocab_size: int) -> np.dtype:
     raise ValueError(f"vocab_size {vocab_size} does not fit in uint32")
 
 
-def _doc_digest(doc: str, seed: int) -> bytes:
-    return hashlib.blake2b(doc.encode("utf-8"), digest_size=16, key=str(int(seed)).encode()).digest()
+def _digests(docs: list[str], seed: int) -> bytes:
+    """The 16-byte keyed blake2b digests of ``docs``, concatenated (one C call per document)."""
+    key = str(int(seed)).encode()
+    b2 = hashlib.blake2b
+    return b"".join([b2(d.encode("utf-8"), digest_size=16, key=key).digest() for d in docs])
 
 
-def _is_val(digest: bytes, val_fraction: float) -> bool:
-    return int.from_bytes(digest[:8], "little") < val_fraction * 2.0**64
+def _val_flags(digests: bytes, val_fraction: float) -> np.ndarray:
+    """``True`` where a document goes to val: the first 8 digest bytes (little-endian uint64) are below
+    ``val_fraction * 2**64``, compared in integers (exact, the same in :func:`split_of`)."""
+    u = np.frombuffer(digests, dtype="<u8")[::2]
+    thr = int(round(float(val_fraction) * 2**64))
+    if thr >= 2**64:
+        return np.ones(u.shape, dtype=bool)
+    return u < np.uint64(thr)
 
 
 def split_of(doc: str, val_fraction: float = 0.01, seed: int = 0) -> str:
@@ -116,7 +125,7 @@ def split_of(doc: str, val_fraction: float = 0.01, seed: int = 0) -> str:
     >>> split_of("Bakı Azərbaycanın paytaxtıdır.", 0.0), split_of("Bakı Azərbaycanın paytaxtıdır.", 1.0)
     ('train', 'val')
     """
-    return "val" if _is_val(_doc_digest(doc, seed), val_fraction) else "train"
+    return "val" if _val_flags(_digests([doc], seed), val_fraction)[0] else "train"
 
 
 def _header_bytes(meta: dict) -> bytes:
@@ -187,12 +196,15 @@ def _encode_chunk(encode, texts: list[str], flags: list[bool], eos: int, dtype: 
     for want_val in (False, True):
         sel = [d for d, v in zip(ids, flags) if v is want_val]
         n = sum(map(len, sel)) + len(sel)
-        arr = np.fromiter(itertools.chain.from_iterable(x for d in sel for x in (d, (eos,))), dtype=np.int64,
-                          count=n)
-        if n and (arr.max() >= vocab_size or arr.min() < 0):
+        try:
+            arr = np.fromiter(itertools.chain.from_iterable(x for d in sel for x in (d, (eos,))), dtype=dtype,
+                              count=n)
+        except OverflowError as e:  # an id outside [0, max of dtype]
+            raise TokenFileError(f"tokenizer produced an id outside its vocabulary ({e})") from None
+        if n and arr.max() >= vocab_size:
             raise TokenFileError(f"tokenizer produced id {int(arr.max())} outside its vocabulary "
                                  f"(vocab_size={vocab_size})")
-        out.append(arr.astype(dtype))
+        out.append(arr)
     return out[0], out[1], sum(flags)
 
 
@@ -304,9 +316,8 @@ def encode_corpus(
             return _result(out_dir, old, True, time.perf_counter() - t0, 0.0)
         if callable(docs) or (iter(docs) is not docs and not isinstance(docs, Iterator)):
             h = hashlib.sha256()
-            for d in (docs() if callable(docs) else docs):
-                if d:
-                    h.update(_doc_digest(d, seed))
+            for chunk in _chunks(docs() if callable(docs) else docs, int(chunk_docs), int(chunk_chars)):
+                h.update(_digests(chunk, seed))
             if _sha({"options": options, "docs": h.hexdigest()}) == old["key"]:
                 if inputs_key is not None and old.get("inputs_key") != inputs_key:
                     old["inputs_key"] = inputs_key
@@ -349,11 +360,9 @@ def encode_corpus(
 
         with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="azllm-encode") as pool:
             for chunk in itertools.chain([first], chunks):
-                flags = []
-                for d in chunk:
-                    dg = _doc_digest(d, seed)
-                    docs_hash.update(dg)
-                    flags.append(_is_val(dg, val_fraction))
+                dg = _digests(chunk, seed)
+                docs_hash.update(dg)  # == updating with each document's digest in turn
+                flags = _val_flags(dg, val_fraction).tolist()
                 fut = pool.submit(_encode_chunk, encode, chunk, flags, tokenizer.eos_id, dtype, tokenizer.vocab_size)
                 pending.append((fut, len(chunk)))
                 while len(pending) >= 2 * num_workers:
