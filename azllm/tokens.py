@@ -43,8 +43,10 @@ adds what is not needed to read a file (inputs, timings). Decisions:
   is used directly (one thread per call); it gives the same ids as the folder's ``tokenizer.json`` (checked on the
   first documents of every run) and is several times faster than HF tokenizers' Unigram on this corpus
   (measured by :func:`benchmark`). Otherwise ``Tok.encode_batch`` is used.
-  Measured on 2 cores (see :func:`benchmark`): threads reach the SentencePiece batch-encode limit; worker
-  processes were not needed.
+  Measured on 2 cores (:func:`benchmark`, ``scripts/bench_tokens.py``): with the documents in memory the threads
+  encode at 0.97x the SentencePiece batch-encode limit, and at about 0.9x streaming them from a file (reading
+  and hashing take the rest), so worker processes, which would add pickling and start-up on top, were not
+  built. The serial part left is the caller's document iterator (reading, :func:`azllm.text.normalize`).
 
 Reading: :class:`TokenFile` maps a file read-only and checks magic, version, size and (when given) the tokenizer
 fingerprint. :meth:`TokenFile.get_batch` returns random windows for a custom training loop,
