@@ -371,3 +371,22 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     bench = m["tokens_benchmark"]
     assert bench["c@1"]["tokens_per_s"] > 0 and "c_rss_growth_1x_to_Nx_mb" in bench["ratios"]
     assert (run_dir / "02_tokens.html").is_file()
+
+
+def test_hf_trainer_consumes_the_dataset(encoded, tmp_path):
+    """The real Hugging Face Trainer takes the windows as they are (default collator, the model shifts)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+
+    from azllm.tokens import TokenWindowDataset
+
+    tf = TokenFile(encoded["train"])
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=tf.vocab_size, hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=64))
+    args = TrainingArguments(output_dir=str(tmp_path / "o"), max_steps=2, per_device_train_batch_size=4,
+                             report_to=[], save_strategy="no", logging_steps=1, use_cpu=True,
+                             dataloader_num_workers=0, disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=TokenWindowDataset(tf, 32))
+    out = trainer.train()
+    assert out.global_step == 2 and np.isfinite(out.training_loss) and out.training_loss > 0
