@@ -1,8 +1,8 @@
 """Benchmark the token-file encoder (issue 3): (a) naive list, (b) per-doc encode + tofile, (c) encode_corpus,
 at 1x and Nx the corpus, against the tokenizer's own batch-encode limit; plus get_batch vs a training step.
 
-    AZLLM_DATA_ROOT=/work/shared PYTHONPATH=. python scripts/bench_tokens.py                # full: params/tokens.default.yaml
-    AZLLM_DATA_ROOT=/work/shared PYTHONPATH=. python scripts/bench_tokens.py --quick        # small slice, one round
+    AZLLM_DATA_ROOT=/work/shared python scripts/bench_tokens.py          # full: params/tokens.default.yaml
+    AZLLM_DATA_ROOT=/work/shared python scripts/bench_tokens.py --quick  # small slice, one round
 
 Prints a table of medians and ratios and writes a JSON (default: artifacts/<run_name>/tokens_benchmark.json).
 The tokenizer is the run's main tokenizer (trained once into artifacts/<run_name>/tokenizer) unless --tokenizer.

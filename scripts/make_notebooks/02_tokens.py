@@ -61,7 +61,8 @@ split["val_share_of_tokens"] = enc["val_tokens"] / (enc["train_tokens"] + enc["v
 report.record(out_dir, "tokens_split", split)
 pd.DataFrame([{"split": s, "documents": enc[f"{s}_docs"], "tokens": enc[f"{s}_tokens"],
                "file MB": enc[s].stat().st_size / 1e6} for s in ("train", "val")]).set_index("split")"""),
-    new_markdown_cell("""A random training window, read back from the memory-mapped file and decoded (EOS shown as `</s>`):"""),
+    new_markdown_cell("""A random training window, read back from the memory-mapped file and decoded
+(EOS shown as `</s>`):"""),
     new_code_cell("""train = tokens.TokenFile(enc["train"], tok)
 x, y = train.get_batch(1, 48, generator=P["seed"])
 print(train)
@@ -89,8 +90,8 @@ pd.DataFrame(tokens.benchmark_table(bench)).style.format(
     {"Mtokens/s": "{:.2f}", "vs limit": "{:.2f}", "vs (a)": "{:.2f}", "seconds": "{:.2f}",
      "peak RSS MB": "{:.0f}", "RSS growth MB": "{:.1f}", "tokens": "{:,}", "Mtokens/CPU-s": "{:.2f}"}, na_rep="-")"""),
     new_code_cell("""fig = tokens.plot_benchmark(bench)"""),
-    new_markdown_cell("""Ratios and targets (issue 3: (c) at >= 85% of the limit, (c)'s peak RSS growing < 64 MB from 1x to
-the large corpus while (a) grows with it, `get_batch` < 1% of a training step). The throughput target is meant
+    new_markdown_cell("""Ratios and targets (issue 3: (c) at >= 85% of the limit, (c)'s peak RSS growing < 64 MB from
+1x to the large corpus while (a) grows with it, `get_batch` < 1% of a training step). The throughput target is meant
 for a real corpus: on a tiny slice (the `tiny` params) the fixed costs of (c) (starting threads, checking the
 backend, fsync of the files) are a large share of a run that lasts a fraction of a second."""),
     new_code_cell("""display(pd.Series(bench["ratios"], name="ratio").to_frame().style.format("{:.3f}"))
