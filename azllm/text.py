@@ -52,6 +52,8 @@ _WS = re.compile(r"\s+")
 # control characters (category Cc) other than whitespace, which rule 5 handles
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 
+_NEEDS_MAP = re.compile("[" + re.escape("".join(_CHAR_MAP)) + r"\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
 VOWELS = frozenset("aıoueəiöüAIOUEƏİÖÜ")
 
 
@@ -61,9 +63,11 @@ def normalize(text: str) -> str:
     >>> normalize("Azәrbaycan’ın  paytaxtı – Bakı\\u00a0")
     "Azərbaycan'ın paytaxtı - Bakı"
     """
-    text = unicodedata.normalize("NFC", text).translate(_TRANSLATE)
-    text = _CONTROL.sub("", text)
-    return _WS.sub(" ", text).strip()
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    if _NEEDS_MAP.search(text):  # most lines need no mapping: skip the copy
+        text = _CONTROL.sub("", text.translate(_TRANSLATE))
+    return " ".join(text.split())
 
 
 def az_lower(text: str) -> str:

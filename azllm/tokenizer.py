@@ -17,7 +17,8 @@ offline and that gives the same ids as the SentencePiece model. Decisions:
 - The output folder is written atomically (a temporary folder, then a rename) and a re-run with the same corpus
   hash and options returns the existing folder without training again.
 
-Loading (:func:`load_tokenizer`) accepts a Hugging Face folder, a ``tokenizer.json``, a SentencePiece ``.model``,
+Loading (:func:`load_tokenizer`) accepts a Hugging Face folder (one of ours, holding ``sp.model``, is encoded by the
+SentencePiece engine: same ids as its ``tokenizer.json``, about 6x faster), a ``tokenizer.json``, a SentencePiece ``.model``,
 a tiktoken encoding name (``"tiktoken:cl100k_base"`` or a bare known name; offline through
 ``TIKTOKEN_CACHE_DIR``) or a hub id, and returns a :class:`Tok` whose ``encode`` never adds special tokens.
 """
@@ -214,12 +215,14 @@ def load_tokenizer(spec: str | os.PathLike, name: str | None = None) -> Tok:
     p = Path(os.path.expanduser(s))
     if p.exists():
         if p.is_dir():
+            if (p / "sp.model").is_file():  # our own export: the SentencePiece engine is ~6x faster than HF's
+                tok = _from_sentencepiece(p / "sp.model", name)
+                tok.path = str(p)
+                return tok
             if (p / "tokenizer.json").is_file():
                 from tokenizers import Tokenizer
 
                 return _from_hf_tokenizer(Tokenizer.from_file(str(p / "tokenizer.json")), name, str(p))
-            if (p / "sp.model").is_file():
-                return _from_sentencepiece(p / "sp.model", name)
             if (p / "tokenizer.model").is_file():
                 return _from_sentencepiece(p / "tokenizer.model", name)
             if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():

@@ -633,16 +633,15 @@ def __getattr__(name: str):
 
 def main_tokenizer(params: dict):
     """The run's main tokenizer: ``params["tokens"]["tokenizer"]`` when set (any spec of
-    :func:`azllm.tokenizer.load_tokenizer`, relative paths against the data root), otherwise the tokenizer trained
-    with ``params["tokenizer"]`` options on ``params["data"]["train"]`` into ``artifacts_dir(params)/"tokenizer"``
-    (idempotent: :func:`azllm.tokenizer.train_tokenizer` returns the existing folder when corpus and options are
-    unchanged, so notebook 01 and this function share one folder).
+    :func:`azllm.tokenizer.load_tokenizer`, relative paths against the data root), otherwise the tokenizer that
+    :func:`azllm.tokenizer.main_tokenizer` trains (or reuses) into ``artifacts_dir(params)/"tokenizer"``, the same
+    folder notebook 01 writes.
 
     >>> tok = main_tokenizer(load_params("params/tiny.yaml"))  # doctest: +SKIP
     """
-    from .config import artifacts_dir, data_root
-    from .data import iter_documents, resolve_source
-    from .tokenizer import load_tokenizer, train_tokenizer
+    from .config import data_root
+    from .tokenizer import load_tokenizer
+    from .tokenizer import main_tokenizer as train_main
 
     spec = params.get("tokens", {}).get("tokenizer")
     if spec:
@@ -651,15 +650,7 @@ def main_tokenizer(params: dict):
         if not p.is_absolute() and root is not None and (root / p).exists():
             spec = str(root / p)
         return load_tokenizer(spec)
-    o = params["tokenizer"]
-    resolved = resolve_source(params["data"]["train"], data_root(params))
-    folder = train_tokenizer(
-        iter_documents(resolved), artifacts_dir(params) / "tokenizer", vocab_size=o["vocab_size"],
-        model_type=o["model_type"], character_coverage=o["character_coverage"], byte_fallback=o["byte_fallback"],
-        split_digits=o["split_digits"], max_piece_length=o["max_piece_length"], affix_presplit=o["affix_presplit"],
-        split_by_whitespace=o["split_by_whitespace"], input_sentence_size=o["input_sentence_size"],
-        num_threads=o["num_threads"], seed=params["seed"])
-    return load_tokenizer(folder, name=f"{params['run_name']}-main")
+    return load_tokenizer(train_main(params), name=f"{params['run_name']}-main")
 
 
 def tokens_dir(params: dict) -> Path:
@@ -1046,7 +1037,7 @@ def run_benchmark(params: dict, tokenizer=None, out_json: str | os.PathLike | No
     ``quick``: one round, each corpus file capped at 50 KB unless ``max_bytes_per_file`` says otherwise, 3 training
     steps; for tests and the tiny report. Work files go to ``artifacts_dir(params)/"tokens_bench"``.
 
-    >>> res = run_benchmark(load_params("params/tokens.default.yaml"))  # doctest: +SKIP
+    >>> res = run_benchmark(load_params("params/default.yaml"))  # doctest: +SKIP
     """
     from .config import artifacts_dir, data_root
     from .data import resolve_source

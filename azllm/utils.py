@@ -127,10 +127,22 @@ def git_commit(repo: str | os.PathLike | None = None) -> str | None:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MiB (Linux ``ru_maxrss`` is in KiB)."""
-    import resource
+    """Peak resident set size of this process so far, in MiB.
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    Linux: ``VmHWM`` of ``/proc/self/status``. (``getrusage``'s ``ru_maxrss`` is inherited across ``fork``, so a
+    fresh child can report its parent's peak.) Elsewhere: ``ru_maxrss``.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 2**20 if sys.platform == "darwin" else r / 1024
 
 
 def progress(iterable=None, **kwargs):

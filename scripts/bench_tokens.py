@@ -1,7 +1,7 @@
 """Benchmark the token-file encoder (issue 3): (a) naive list, (b) per-doc encode + tofile, (c) encode_corpus,
 at 1x and Nx the corpus, against the tokenizer's own batch-encode limit; plus get_batch vs a training step.
 
-    AZLLM_DATA_ROOT=/work/shared python scripts/bench_tokens.py          # full: params/tokens.default.yaml
+    AZLLM_DATA_ROOT=/work/shared python scripts/bench_tokens.py          # full: params/default.yaml
     AZLLM_DATA_ROOT=/work/shared python scripts/bench_tokens.py --quick  # small slice, one round
 
 Prints a table of medians and ratios and writes a JSON (default: artifacts/<run_name>/tokens_benchmark.json).
@@ -25,8 +25,8 @@ from azllm.tokens import format_benchmark, main_tokenizer, run_benchmark  # noqa
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--params", default=None, help="params file (default: params/tokens.default.yaml, "
-                                                   "or params/tokens.tiny.yaml with --quick)")
+    ap.add_argument("--params", default=None, help="params file (default: params/default.yaml, "
+                                                   "or params/tiny.yaml with --quick)")
     ap.add_argument("--quick", action="store_true", help="small slice of the corpus, one round")
     ap.add_argument("--tokenizer", default=None, help="tokenizer spec (default: the run's main tokenizer)")
     ap.add_argument("--scale", type=int, default=None, help="the large corpus = the corpus repeated N times")
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-bytes-per-file", type=int, default=None, help="cap each corpus file")
     ap.add_argument("--out", default=None, help="JSON output path")
     args = ap.parse_args(argv)
-    params_file = args.params or REPO / "params" / ("tokens.tiny.yaml" if args.quick else "tokens.default.yaml")
+    params_file = args.params or REPO / "params" / ("tiny.yaml" if args.quick else "default.yaml")
     bench = {"quick": bool(args.quick)}
     for k, v in (("scale", args.scale), ("repeats", args.repeats), ("max_bytes_per_file", args.max_bytes_per_file)):
         if v is not None:

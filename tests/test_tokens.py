@@ -361,7 +361,7 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     from azllm.report import run_report
 
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
-    run_dir, ok = run_report(REPO / "params" / "tokens.tiny.yaml", reports_dir=tmp_path / "reports",
+    run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
                              notebooks=["02_tokens"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]
