@@ -86,7 +86,45 @@ DEFAULTS: dict[str, Any] = {
     "model": {},
     "train": {},
     # --- owned by the benchmark issue (#5)
-    "benchmark": {},
+    "benchmark": {
+        # model shape: a preset of azllm.model (tiny | 125m | 1b) with config overrides, e.g. {hidden_size: 256}
+        "preset": "tiny",
+        "model": {},
+        "vocab_size": 8000,  # None: tokenizer.vocab_size
+        "data": "corpus",  # corpus (data.train, tokenized with a vocab_size tokenizer) | synthetic (Zipf ids)
+        "corpus_bytes": 2_000_000,
+        "dtype": "fp32",  # default dtype of every variant (a variant name with "bf16" overrides it)
+        "seq_len": 256,
+        "batch_size": 4,
+        "warmup_steps": 2,  # not timed (first steps allocate optimizer states, warm caches)
+        "steps": 3,  # steps per timed window
+        "repeats": 3,  # timed windows: medians and min-max are over these
+        "lr": 3e-4,
+        "device": "auto",  # auto | cpu | cuda
+        "threads": 0,  # torch threads in each child (0: torch's default)
+        "timeout_s": 600,  # per variant
+        "mem_cap_mb": None,  # cap on memory above the baseline for every variant (simulates a smaller machine)
+        "lora": {"r": 16, "alpha": 32, "dropout": 0.05},
+        # variant names: tokens joined by "+" (see azllm.memory.parse_variant), each run in its own process
+        "variants": ["baseline", "ckpt", "bf16", "adamw8", "lora", "lora+ckpt", "qlora", "liger", "liger_rope",
+                     "liger_rms_norm", "liger_swiglu", "liger_flce"],
+        # run one variant under a memory cap at growing batches until OOM ({} or variant None: skip)
+        "oom_probe": {"variant": None, "cap_mb": 1024, "batches": [4, 8, 16, 32, 64]},
+        "price_per_hour": 3.5,  # instance price for the cost table (currency of your choice)
+        "price_label": "1x H100 80GB on-demand (example price; set yours)",
+        # fit planner: largest batch x seq per memory budget, for presets and user configs ({name: {preset, ...}})
+        "fit": {
+            "presets": ["1b"],
+            "configs": {"*": {}},
+            "vocab_size": None,  # None: tokenizer.vocab_size
+            "dtype": "bf16",
+            "variants": ["baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt",
+                         "adamw8+ckpt"],
+            "budgets_gb": [24, 40, 80, 141],
+            "seq_lens": [512, 1024, 2048, 4096, 8192],
+            "reserve_gb": 1.0,  # CUDA context, cuBLAS workspace, fragmentation: not in the model
+        },
+    },
 }
 
 _SECRET_WORDS = ("token", "secret", "password", "api_key", "apikey")
@@ -99,6 +137,8 @@ class ParamsError(ValueError):
 
 
 def _merge(defaults: Any, given: Any, where: str) -> Any:
+    if isinstance(defaults, dict) and given is _MISSING:
+        given = None
     if isinstance(defaults, dict) and set(defaults) == {"*"}:
         if given is None:
             return {}
