@@ -274,6 +274,51 @@ def _is_oom(e: BaseException) -> bool:
         "not enough memory" in msg or "cannot allocate memory" in msg
 
 
+WARMUP_SHAPE = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                "num_key_value_heads": 1, "head_dim": 8}
+
+
+def _build(v: mem.Variant, cfg, job: dict, dtype, device: str):
+    """Build, quantize, patch, wrap and return ``(model, optimizer, liger_report)`` for variant ``v``.
+
+    Order: build -> quantize -> Liger (it patches the instance, which quantize's reload would lose) -> LoRA (Liger
+    before LoRA, see azllm.lora) -> gradient checkpointing. On CUDA the model is created on the device.
+    """
+    import contextlib
+
+    import torch
+
+    from . import lora as azlora
+    from . import model as azmodel
+
+    cuda = device.startswith("cuda")
+    with torch.device(device) if cuda else contextlib.nullcontext():
+        model = azmodel.build_model(cfg, dtype=dtype, seed=job["seed"])
+    if v.quant:
+        model = azlora.quantize_model(model, bits=v.quant, double_quant=v.double_quant, compute_dtype=dtype)
+    model.config.use_cache = False
+    rep = None
+    if v.liger:
+        rep = azmodel.apply_liger(model, list(v.liger))
+        if set(rep.get("applied", [])) != set(v.liger):
+            return model, None, rep
+    if v.lora:
+        model = azlora.apply_lora(model, r=v.lora_r, alpha=job["lora"]["alpha"], dropout=v.lora_dropout,
+                                  kbit=bool(v.quant), gradient_checkpointing=v.grad_ckpt)
+    elif v.grad_ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    return model, azlora.make_optimizer(model, v.optimizer, lr=job["lr"]), rep
+
+
+def _step(model, opt, x) -> float:
+    loss = model(input_ids=x, labels=x).loss  # the output (and its logits) is dropped at once, as a trainer does
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def _child(job: dict) -> dict:
     import numpy as np
     import torch
@@ -284,7 +329,7 @@ def _child(job: dict) -> dict:
         import peft  # noqa: F401
     except ImportError:
         pass
-    from . import lora as azlora
+    from . import lora as azlora  # noqa: F401
     from . import model as azmodel
 
     v = mem.parse_variant(job["variant"])
@@ -311,9 +356,23 @@ def _child(job: dict) -> dict:
     if ids.numel() < n_steps * span:
         raise ValueError(f"token file has {ids.numel()} ids, the job needs {n_steps * span}")
     batches = [ids[k * span:(k + 1) * span].view(B, T + 1)[:, :T].contiguous() for k in range(n_steps)]
-    torch.ones(256, 256) @ torch.ones(256, 256)  # start the OpenMP pool before the baseline
     del ids
+    # code-path warm-up: two steps of a minuscule model of the same variant, so that lazy imports and one-time
+    # library state (OpenMP pool, oneDNN, bitsandbytes backend, CUDA context and cuBLAS) land in the baseline
+    try:
+        wcfg = azmodel.model_config(job["preset"], job["vocab_size"], **{**job["model"], **WARMUP_SHAPE})
+        wm, wopt, _ = _build(v, wcfg, {**job, "lora": {**job["lora"]}}, dtype, device)
+        if wopt is not None:
+            wx = batches[0][:1, :8].to(device)
+            for _ in range(2):
+                _step(wm, wopt, wx)
+        del wm, wopt
+    except Exception as e:  # noqa: BLE001 — the real build below reports the error properly
+        res["warmup_error"] = f"{type(e).__name__}: {e}"[:300]
     gc.collect()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
     st = _proc_status()
     res["baseline_mb"] = st["VmRSS"] / MB
     res["hwm_reset"] = _reset_hwm()
@@ -339,29 +398,13 @@ def _child(job: dict) -> dict:
     try:
         t0 = time.time()
         cfg = azmodel.model_config(job["preset"], job["vocab_size"], **job["model"])
-        if v.quant:
-            model = azlora.quantize_model(cfg, bits=v.quant, double_quant=v.double_quant, compute_dtype=dtype)
-        else:
-            model = azmodel.build_model(cfg, dtype=dtype, seed=job["seed"])
-        model.config.use_cache = False
-        if v.lora:
-            L = job["lora"]
-            model = azlora.apply_lora(model, r=v.lora_r, alpha=L["alpha"], dropout=v.lora_dropout,
-                                      kbit=bool(v.quant))
-        if v.grad_ckpt:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        elif hasattr(model, "gradient_checkpointing_disable") and getattr(model, "is_gradient_checkpointing", False):
-            model.gradient_checkpointing_disable()  # prepare_model_for_kbit_training turns it on; the variant rules
-        if v.liger:
-            rep = azmodel.apply_liger(model, list(v.liger))
+        model, opt, rep = _build(v, cfg, job, dtype, device)
+        if rep is not None:
             res["liger"] = rep
-            if set(rep.get("applied", [])) != set(v.liger):
-                return {**res, "status": "unavailable", "reason": f"not available on this device: {rep.get('reason')}"}
+        if opt is None:
+            return {**res, "status": "unavailable", "reason": f"not available on this device: {rep.get('reason')}"}
         if cuda:
-            model.to(device)
-            batches = [b.to(device) for b in batches]
-        model.train()
-        opt = azlora.make_optimizer(model, v.optimizer, lr=job["lr"])
+            batches = [b_.to(device) for b_ in batches]
         res["params"] = sum(p.numel() for p in model.parameters())
         res["trainable"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
         res["build_s"] = time.time() - t0
@@ -387,13 +430,7 @@ def _child(job: dict) -> dict:
             if cuda:
                 torch.cuda.synchronize()
             ts = time.perf_counter()
-            x = batches[k]
-            loss = model(input_ids=x, labels=x).loss
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            lv = loss.item()
-            del loss
+            lv = _step(model, opt, batches[k])
             if cuda:
                 torch.cuda.synchronize()
             dt = time.perf_counter() - ts

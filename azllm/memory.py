@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 __all__ = ["Variant", "parse_variant", "shape_of", "parameter_count", "layer_activation_bytes", "predict_memory",
-           "max_batch", "fit_plan", "cost_per_billion_tokens", "DTYPE_BYTES", "LIGER_KERNELS", "GB", "GiB"]
+           "max_batch", "fit_plan", "cost_per_billion_tokens", "DTYPE_BYTES", "LIGER_KERNELS", "GB", "GiB", "act_bytes"]
 
 GB = 10**9
 GiB = 2**30
@@ -167,6 +167,13 @@ def _lora_params(s: dict, r: int) -> int:
     return s["layers"] * sum(r * (a + b) for a, b in _linears(s))
 
 
+def act_bytes(v: Variant) -> int:
+    """Bytes per activation element. A k-bit base prepared by ``prepare_model_for_kbit_training`` has fp32
+    embeddings and norms, and bitsandbytes casts each layer's output back to its input's dtype, so the residual
+    stream and everything saved around it is fp32 whatever the compute dtype."""
+    return 4 if (v.quant and v.kbit_fp32_rest) else DTYPE_BYTES[v.dtype]
+
+
 def layer_activation_bytes(config: Any, v: Variant | str, tokens: int) -> int:
     """Bytes autograd saves for backward in one decoder layer, for ``tokens`` = batch × seq tokens.
 
@@ -191,7 +198,7 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int) -> int:
     """
     v = parse_variant(v) if isinstance(v, str) else v
     s = shape_of(config)
-    d = DTYPE_BYTES[v.dtype]
+    d = act_bytes(v)
     h, i, nh = s["hidden"], s["intermediate"], s["heads"]
     q, kv = nh * s["head_dim"], s["kv_heads"] * s["head_dim"]
     liger_norm = "rms_norm" in v.liger
@@ -228,6 +235,7 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
     s = shape_of(config)
     pc = parameter_count(config)
     d = DTYPE_BYTES[v.dtype]
+    a = act_bytes(v)
     T = batch * seq
     V, h = s["vocab"], s["hidden"]
     lora_n = _lora_params(s, v.lora_r) if v.lora else 0
@@ -261,9 +269,9 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
 
     # activations
     layer = layer_activation_bytes(config, v, T)
-    final_norm = T * ((4 * h) if v.lora else (4 * h + 2 * d * h)) if "rms_norm" not in v.liger else T * 2 * d * h
+    final_norm = T * ((4 * h) if v.lora else (4 * h + 2 * a * h)) if "rms_norm" not in v.liger else T * 2 * a * h
     if v.grad_ckpt:
-        inputs = s["layers"] * T * d * h
+        inputs = s["layers"] * T * a * h
         acts_at_loss = inputs + final_norm
         acts_recompute = inputs + layer
     else:
@@ -275,11 +283,11 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
         inc = math.ceil(V / h)
         chunk = min(2 ** math.ceil(math.log2(max(1, math.ceil(T / inc)))), T)
         lm_trainable = not v.lora
-        logits = chunk * V * (d + 4) + T * h * d + (V * h * d if lm_trainable else 0)
+        logits = chunk * V * (a + 4) + T * h * a + (V * h * a if lm_trainable else 0)
     elif "cross_entropy" in v.liger:
-        logits = T * V * (d + (4 if d != 4 else 0))  # CE gradient written in place of the fp32 logits
+        logits = T * V * (a + (4 if a != 4 else 0))  # CE gradient written in place of the fp32 logits
     else:
-        logits = T * V * max(12, d + (4 if d != 4 else 0) + 4)
+        logits = T * V * max(12, a + (4 if a != 4 else 0) + 4)
 
     total = weights + optimizer + max(acts_at_loss + logits, acts_recompute, grads + step_temp)
     return {"weights": int(weights), "grads": int(grads), "optimizer": int(optimizer),
