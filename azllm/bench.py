@@ -322,14 +322,7 @@ def _step(model, opt, x) -> float:
 def _child(job: dict) -> dict:
     import numpy as np
     import torch
-    import transformers  # noqa: F401  (imported before the baseline, like everything a variant may need)
 
-    try:
-        import bitsandbytes  # noqa: F401
-        import peft  # noqa: F401
-    except ImportError:
-        pass
-    from . import lora as azlora  # noqa: F401
     from . import model as azmodel
 
     v = mem.parse_variant(job["variant"])
@@ -341,7 +334,7 @@ def _child(job: dict) -> dict:
              "fp16": torch.float16, "float16": torch.float16}[v.dtype]
     res: dict = {"pid": os.getpid(), "device": device, "variant": v.name}
 
-    # availability, before anything is built
+    # availability, before anything is built (and before the heavy imports: nothing is measured then)
     if v.liger:
         ok, why = azmodel.liger_available()
         if not ok:
@@ -349,12 +342,21 @@ def _child(job: dict) -> dict:
     if cuda and not torch.cuda.is_available():
         return {**res, "status": "unavailable", "reason": "not available on this device: no CUDA device"}
 
+    import transformers  # noqa: F401  (imported before the baseline, like everything any variant may need)
+
+    try:
+        import bitsandbytes  # noqa: F401
+        import peft  # noqa: F401
+    except ImportError:
+        pass
+    from . import lora as azlora  # noqa: F401
+
     B, T = int(job["batch"]), int(job["seq"])
     ids = torch.from_numpy(np.load(job["ids_path"]))
     n_steps = job["warmup_steps"] + job["repeats"] * job["steps"]
     span = B * (T + 1)
-    if ids.numel() < n_steps * span:
-        raise ValueError(f"token file has {ids.numel()} ids, the job needs {n_steps * span}")
+    if ids.numel() < n_steps * span:  # a bigger batch than the file was made for (OOM probes): cycle the ids
+        ids = ids.repeat(math.ceil(n_steps * span / ids.numel()))
     batches = [ids[k * span:(k + 1) * span].view(B, T + 1)[:, :T].contiguous() for k in range(n_steps)]
     del ids
     # code-path warm-up: two steps of a minuscule model of the same variant, so that lazy imports and one-time

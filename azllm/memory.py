@@ -174,7 +174,7 @@ def act_bytes(v: Variant) -> int:
     return 4 if (v.quant and v.kbit_fp32_rest) else DTYPE_BYTES[v.dtype]
 
 
-def layer_activation_bytes(config: Any, v: Variant | str, tokens: int) -> int:
+def layer_activation_bytes(config: Any, v: Variant | str, tokens: int, device: str = "cuda") -> int:
     """Bytes autograd saves for backward in one decoder layer, for ``tokens`` = batch × seq tokens.
 
     Counted op by op on the Hugging Face Llama layer with SDPA attention (d = compute-dtype bytes, h hidden,
@@ -188,8 +188,9 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int) -> int:
       (4·heads) for SDPA's flash/efficient backward (no T×T matrix); Liger's rope rotates in place: same count;
     - the SwiGLU MLP: gate, silu(gate), up and their product (4·d·i); Liger's swiglu recomputes silu (3·d·i);
     - LoRA: frozen base linears save nothing (bitsandbytes' 4-bit matmul neither); each adapter saves its dropped
-      input (d·in) and dropout mask (1 byte·in) and the rank-r bottleneck (d·r) — dropout 0 saves the input once per
-      distinct input tensor.
+      input (d·in), the dropout mask and the rank-r bottleneck (d·r) — dropout 0 saves the input once per distinct
+      input tensor. The mask is a bool (1 byte·in) on CUDA (fused ``native_dropout``) but a float noise tensor
+      (d·in) on CPU, where ``dropout`` is computed as ``input * bernoulli_noise``.
 
     >>> cfg = dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
     ...            num_key_value_heads=2, vocab_size=1000)
@@ -216,7 +217,8 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int) -> int:
     if frozen:
         mlp -= d * i  # the product is saved only by down_proj's weight gradient, frozen here
         if v.lora_dropout > 0:
-            adapters = sum((d + 1) * a + d * v.lora_r for a, _ in _linears(s))
+            mask = 1 if device.startswith("cuda") else d
+            adapters = sum((d + mask) * a + d * v.lora_r for a, _ in _linears(s))
         else:  # identity dropout: the adapter's input is the tensor the base layer sees, saved once per input
             adapters = 7 * d * v.lora_r + d * i  # norm outputs counted above, attention output already saved
         mlp += adapters
@@ -268,7 +270,7 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
     step_temp = (trainable if device == "cuda" else max(sizes)) * tdt if v.optimizer == "adamw" else 0
 
     # activations
-    layer = layer_activation_bytes(config, v, T)
+    layer = layer_activation_bytes(config, v, T, device)
     final_norm = T * ((4 * h) if v.lora else (4 * h + 2 * a * h)) if "rms_norm" not in v.liger else T * 2 * a * h
     if v.grad_ckpt:
         inputs = s["layers"] * T * a * h
