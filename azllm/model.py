@@ -151,21 +151,30 @@ def _as_tok(t):
     return t if isinstance(t, Tok) else load_tokenizer(t)
 
 
-def _token_texts(tok) -> list[str | None]:
-    """The surface text of every id of a tokenizer (None when it has none: byte pieces, specials).
+def _hf_vocab(tok) -> dict[str, int] | None:
+    from tokenizers import Tokenizer
+
+    if tok.path and (Path(tok.path) / "tokenizer.json").is_file():
+        return Tokenizer.from_file(str(Path(tok.path) / "tokenizer.json")).get_vocab(with_added_tokens=True)
+    return None
+
+
+def _token_texts(tok) -> list[str | int | None]:
+    """The surface text of every id of a tokenizer: a str, an int for a byte-fallback piece ``<0xNN>`` (the
+    byte), or None (specials, undecodable ids).
 
     SentencePiece's word-boundary mark ``▁`` becomes a space, so ``"▁evlər"`` -> ``" evlər"``.
     """
-    from tokenizers import Tokenizer
-
-    out: list[str | None] = [None] * tok.vocab_size
-    if tok.path and (Path(tok.path) / "tokenizer.json").is_file():
-        hf = Tokenizer.from_file(str(Path(tok.path) / "tokenizer.json"))
-        for i in range(tok.vocab_size):
-            piece = hf.id_to_token(i)
-            if piece is None or i in tok.special_ids or (piece.startswith("<0x") and piece.endswith(">")):
+    out: list[str | int | None] = [None] * tok.vocab_size
+    vocab = _hf_vocab(tok)
+    if vocab is not None:
+        for piece, i in vocab.items():
+            if i >= tok.vocab_size or i in tok.special_ids:
                 continue
-            out[i] = piece.replace("\u2581", " ")
+            if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+                out[i] = int(piece[3:5], 16)
+            else:
+                out[i] = piece.replace("\u2581", " ")
         return out
     for i in range(tok.vocab_size):  # sentencepiece / tiktoken: decode each id alone
         if i in tok.special_ids or i in tok.fallback_ids:
@@ -178,10 +187,10 @@ def _token_texts(tok) -> list[str | None]:
 
 
 def _base_piece_ids(base_tok, text: str) -> list[int]:
-    """The base tokenizer's ids for ``text``; a leading whitespace-only piece (a SentencePiece base's dummy
-    prefix in front of our leading space) is dropped when something follows it."""
+    """The base tokenizer's ids for ``text``; a leading whitespace-only piece is dropped when something follows
+    it (a SentencePiece base adds a dummy-prefix ``▁`` even to a word-internal piece such as ``"un"``)."""
     ids = base_tok.encode(text)
-    if len(ids) > 1 and text[:1] == " " and base_tok.decode(ids[:1]).strip() == "":
+    if len(ids) > 1 and base_tok.decode(ids[:1]).strip() == "":
         ids = ids[1:]
     return ids
 
@@ -192,7 +201,9 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
 
     ``init="mean"``: row ``i`` = mean of the base rows of ``base_tokenizer.encode(text_i)`` (input and, when not
     tied, output embeddings separately). ``init="random"``: normal rows with the base rows' mean and std (the
-    control of the tokenizer-swap test). Returns counts: ``{"mean_init", "special", "fallback"}``.
+    control of the tokenizer-swap test). Byte-fallback pieces ``<0xNN>`` take the base's same byte piece when it
+    has one (else the ASCII character's pieces); specials take the base's bos/eos/pad rows; anything else the mean
+    of all base rows. Returns counts: ``{"mean_init", "byte", "special", "fallback"}``.
 
     Example: the new piece ``"▁evlərimizdən"`` -> text ``" evlərimizdən"`` -> base pieces ``[" ev", "lər", "imiz",
     "dən"]`` -> its row is the mean of those four base rows.
@@ -205,11 +216,12 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
     emb_out = None if tied or out_mod is None else out_mod.weight.detach().clone().float()
     n_base = emb_in.shape[0]
     texts = _token_texts(new_tok)
+    base_vocab = _hf_vocab(base_tok) or {}
     V = new_tok.vocab_size
     new_in = torch.empty(V, emb_in.shape[1])
     new_out = torch.empty(V, emb_in.shape[1]) if emb_out is not None else None
     gen = torch.Generator().manual_seed(0)
-    counts = {"mean_init": 0, "special": 0, "fallback": 0}
+    counts = {"mean_init": 0, "byte": 0, "special": 0, "fallback": 0}
     specials = {new_tok.bos_id: base_tok.bos_id, new_tok.eos_id: base_tok.eos_id, new_tok.pad_id: base_tok.pad_id}
 
     def rows(src: torch.Tensor, ids: list[int]) -> torch.Tensor:
@@ -225,6 +237,12 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
         if i in specials and specials[i] is not None and specials[i] < n_base:
             ids = [specials[i]]
             counts["special"] += 1
+        elif isinstance(texts[i], int):  # a byte piece: the base's own byte piece, else the ASCII character
+            b = texts[i]
+            j = base_vocab.get(f"<0x{b:02X}>")
+            ids = [j] if j is not None and j < n_base else (
+                [j for j in base_tok.encode(chr(b)) if j < n_base] if 32 <= b < 127 else None) or None
+            counts["byte" if ids else "fallback"] += 1
         elif texts[i]:
             ids = [j for j in _base_piece_ids(base_tok, texts[i]) if j < n_base] or None
             counts["mean_init" if ids else "fallback"] += 1
