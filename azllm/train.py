@@ -60,8 +60,8 @@ from .config import artifacts_dir, data_root, load_params
 from .utils import atomic_write_json, peak_rss_mb, seed_everything
 
 __all__ = ["run_training", "prepare_data", "build_training_model", "ThroughputCallback", "SafetyCallback",
-           "NonFiniteLossError", "count_bytes", "make_eval_set", "latest_checkpoint", "load_trained", "generate",
-           "precision_flags", "METHODS"]
+           "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "compare_methods",
+           "latest_checkpoint", "load_trained", "generate", "precision_flags", "METHODS"]
 
 METHODS = ("full", "lora", "qlora")
 COMPLETE = "azllm_complete.json"
@@ -129,6 +129,19 @@ def count_bytes(ids, tokenizer, eos_id: int | None = None) -> int:
             total += len(tokenizer.decode(ids[start:c].tolist()).encode("utf-8"))
         start = c + 1
     return total + len(cuts)
+
+
+def bytes_per_token(token_file, tokenizer, max_tokens: int = 200_000) -> float:
+    """UTF-8 bytes per token over the first ``max_tokens`` tokens of a token file (see :func:`count_bytes`).
+
+    Used to put the *training* loss on the bits-per-byte scale (``bpb ~ loss / ln 2 / bytes_per_token``), an
+    approximation since the training windows are random; the evaluation bpb is exact.
+    """
+    from .tokens import TokenFile
+
+    tf = token_file if isinstance(token_file, TokenFile) else TokenFile(token_file, tokenizer)
+    ids = np.asarray(tf.tokens[:max_tokens], dtype=np.int64)
+    return count_bytes(ids, tokenizer, tf.eos_id) / max(len(ids), 1)
 
 
 def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None = None) -> dict:
@@ -495,6 +508,27 @@ def run_training(P: dict, *, tokenizer, token_files: dict, dev_files: dict | Non
     result["model"] = model
     result["trainer"] = trainer
     return result
+
+
+def compare_methods(params_file: str | os.PathLike, methods: list[str], *, base: str | os.PathLike,
+                    max_steps: int, lr: float, timeout: float = 3600) -> list[dict]:
+    """Train each method (``full`` / ``lora`` / ``qlora``) from the same ``base`` for ``max_steps``, each in its own
+    process (``python -m azllm.train``), so that peak memory is the method's own. Returns their results dicts.
+    Runs already finished with the same inputs are reused (see :func:`run_training`).
+    """
+    import subprocess
+
+    rows = []
+    for m in methods:
+        cmd = [sys.executable, "-m", "azllm.train", str(params_file), "--method", m, "--base", str(base),
+               "--max-steps", str(int(max_steps)), "--lr", repr(float(lr))]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "TQDM_DISABLE": "1"})
+        if p.returncode != 0:
+            raise RuntimeError(f"{m} run failed ({' '.join(cmd)}):\n{p.stderr[-3000:]}")
+        path = Path(p.stdout.strip().splitlines()[-1])
+        rows.append(json.loads(path.read_text()))
+    return rows
 
 
 def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):
