@@ -162,8 +162,9 @@ def apply_lora(model, *, r: int = 16, alpha: int = 32, dropout: float = 0.05, us
 def make_optimizer(model, name: str = "adamw", lr: float = 3e-4, weight_decay: float = 0.1,
                    betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8) -> torch.optim.Optimizer:
     """An optimizer over the trainable parameters: ``"adamw"`` (torch), ``"adamw_8bit"`` or ``"paged_adamw_8bit"``
-    (bitsandbytes). Weight decay applies to matrices only (>= 2-D: linear and embedding weights), not to norms and
-    biases, as in nanoGPT / Llama. bitsandbytes keeps 8-bit state only for tensors of >= 4096 elements.
+    (bitsandbytes; on CPU the paged one falls back to plain 8-bit AdamW, as bitsandbytes warns). Weight decay
+    applies to matrices only (>= 2-D: linear and embedding weights), not to norms and biases, as in nanoGPT /
+    Llama. bitsandbytes keeps 8-bit state only for tensors of >= 4096 elements.
 
     >>> opt = make_optimizer(model, "adamw_8bit", lr=1e-3)  # doctest: +SKIP
     """

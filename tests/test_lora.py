@@ -149,13 +149,15 @@ def test_lm_head_target_dropped_when_fused_loss_is_on(base):
     assert any("lm_head" in n and "lora_" in n for n, _ in p2.named_parameters())
 
 
-@pytest.mark.parametrize("name", ["adamw", "adamw_8bit", "paged_adamw_8bit"])
-def test_optimizers_train_qlora(base, name):
+@pytest.mark.parametrize("name,quantized", [("adamw", False), ("adamw_8bit", False), ("paged_adamw_8bit", True)])
+def test_optimizers_train_lora_and_qlora(base, name, quantized):
+    import copy
+
     import bitsandbytes as bnb
 
-    from azllm.lora import make_optimizer
+    from azllm.lora import apply_lora, make_optimizer
 
-    m = _qlora(base)
+    m = _qlora(base) if quantized else apply_lora(copy.deepcopy(base), r=4, alpha=8, dropout=0.0)
     opt = make_optimizer(m, name, lr=1e-2)
     assert isinstance(opt, {"adamw": torch.optim.AdamW, "adamw_8bit": bnb.optim.AdamW8bit,
                             "paged_adamw_8bit": bnb.optim.PagedAdamW8bit}[name])
