@@ -19,6 +19,8 @@ result. Decisions:
 - **glibc**: the child runs with ``MALLOC_MMAP_THRESHOLD_=65536`` and ``MALLOC_ARENA_MAX=2``, so that large freed
   tensors go back to the OS instead of staying in malloc's heap, and RSS follows live tensors. Without it glibc
   raises its mmap threshold after the first free and RSS keeps a cache of freed blocks (allocator caching).
+- **Load**: the machine's 1-minute load average at the end of each variant is in the table: on a shared machine
+  throughput spreads widely, memory does not.
 - **Repeats**: throughput is ``batch × seq × steps / time`` of each window after warm-up; the table shows the median
   and min–max over windows, and so for the step time (median step of each window) and peak memory.
 - **Loss after N steps**: every variant sees the same batches from the same seed; its first and last loss are
@@ -332,7 +334,7 @@ def _child(job: dict) -> dict:
     cuda = device.startswith("cuda")
     dtype = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
              "fp16": torch.float16, "float16": torch.float16}[v.dtype]
-    res: dict = {"pid": os.getpid(), "device": device, "variant": v.name}
+    res: dict = {"pid": os.getpid(), "device": device, "variant": v.name, "load_start": os.getloadavg()[0]}
 
     # availability, before anything is built (and before the heavy imports: nothing is measured then)
     if v.liger:
@@ -455,7 +457,7 @@ def _child(job: dict) -> dict:
         raise
     res.update(status="ok", losses=losses, loss_first=losses[0], loss_last=losses[-1],
                tokens_per_s=[w_["tokens_per_s"] for w_ in windows], step_s=[w_["step_s"] for w_ in windows],
-               peak_mb=[w_["peak_mb"] for w_ in windows], total_s=time.time() - t0)
+               peak_mb=[w_["peak_mb"] for w_ in windows], total_s=time.time() - t0, load_end=os.getloadavg()[0])
     if cuda:
         res["reserved_mb"] = [w_["reserved_mb"] for w_ in windows]
     return res
@@ -499,7 +501,7 @@ def summary_table(bench: dict):
                "tokens/s max": tmax, "step ms": st and st * 1e3, "step ms min": smin and smin * 1e3,
                "step ms max": smax and smax * 1e3, "peak MB": pk, "peak MB min": pmin, "peak MB max": pmax,
                "loss first": r.get("loss_first"), "loss last": r.get("loss_last"),
-               "trainable": r.get("trainable"), "note": r.get("reason", "")}
+               "trainable": r.get("trainable"), "load": r.get("load_end"), "note": r.get("reason", "")}
         if r.get("reserved_mb"):
             row["reserved MB"] = _median(r["reserved_mb"])
         rows.append(row)

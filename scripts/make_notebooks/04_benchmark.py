@@ -52,13 +52,15 @@ print("model:", res["config"])
 
 Medians over the timed windows with their min–max; `speed ×` and `memory ×` are ratios against `baseline`.
 `loss first/last` is the training loss at the first and the last step: every variant sees the same batches, so a
-variant that is fast but wrong shows here. A variant that cannot run on this device is listed with the reason,
-an out-of-memory as "OOM at batch …".
+variant that is fast but wrong shows here (LoRA trains far fewer weights, so its loss falls more slowly over
+these few steps: that is expected, not a bug). `load` is the machine's 1-minute load average when the variant
+finished: on a shared machine throughput spreads widely (memory does not). A variant that cannot run on this device
+is listed with the reason, an out-of-memory as "OOM at batch …".
 """),
     ("code", """
 summary = bench.summary_table(res)
 cols = ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×", "step ms", "step ms min",
-        "step ms max", "peak MB", "peak MB min", "peak MB max", "memory ×", "loss first", "loss last", "trainable"]
+        "step ms max", "peak MB", "peak MB min", "peak MB max", "memory ×", "loss first", "loss last", "trainable", "load"]
 cols += [c for c in ("reserved MB",) if c in summary]
 display(summary[[c for c in cols if c in summary]])
 notes = summary[summary.status != "ok"][["variant", "status", "note"]]
