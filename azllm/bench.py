@@ -16,6 +16,9 @@ result. Decisions:
   window start), so "measured" is ``VmHWM - baseline``: the memory that building and training the model added.
   On CUDA it is ``torch.cuda.max_memory_allocated`` (and ``max_memory_reserved``) minus the allocated baseline,
   with ``reset_peak_memory_stats`` at each window start.
+- **What stays unexplained** on CPU (the measured peak is ~5-10% above the memory model): mostly the BLAS library's
+  persistent packing buffers sized by the largest matrix product (~10 MB for a 1024×128·128×8000 product, measured
+  in a fresh process), which the minuscule warm-up model does not reach.
 - **glibc**: the child runs with ``MALLOC_MMAP_THRESHOLD_=65536`` and ``MALLOC_ARENA_MAX=2``, so that large freed
   tensors go back to the OS instead of staying in malloc's heap, and RSS follows live tensors. Without it glibc
   raises its mmap threshold after the first free and RSS keeps a cache of freed blocks (allocator caching).
@@ -177,7 +180,7 @@ def run_benchmark(P: dict, out_dir: str | os.PathLike | None = None, *, progress
     ``{"config": shape, "tokens": description, "device": ..., "results": [result, ...]}``, each result carrying
     the memory model's prediction (``predicted``). Also written to ``<out_dir>/benchmark.json``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     from .config import artifacts_dir
 
