@@ -96,8 +96,8 @@ if len(base):
     share = b["logits"] / b["predicted MB"]
     print(f"baseline: the loss head (B×T×V logits in fp32 and their gradients) is {share:.0%} of the predicted peak "
           f"({b['logits']:.0f} of {b['predicted MB']:.0f} MiB): the part fused linear cross-entropy removes; "
-          f"weights + grads + optimizer are {(b['weights'] + b['grads'] + b['optimizer']) / b['predicted MB']:.0%}, "
-          "the part LoRA and 8-bit optimizers shrink")
+          f"weights + optimizer states are {(b['weights'] + b['optimizer']) / b['predicted MB']:.0%}, "
+          "the part LoRA, QLoRA and 8-bit optimizers shrink")
 report.record(out_dir, "benchmark", {"max_rel_error_pred_vs_measured": None if worst != worst else float(worst)})
 fig = bench.plot_predicted(pred)
 """),
