@@ -410,7 +410,9 @@ def _child(job: dict) -> dict:
             res["liger"] = rep
         if opt is None:
             return {**res, "status": "unavailable", "reason": f"not available on this device: {rep.get('reason')}"}
+        gc.collect()
         if cuda:
+            torch.cuda.empty_cache()  # build transients (e.g. the bf16 copy QLoRA quantizes) out of "reserved"
             batches = [b_.to(device) for b_ in batches]
         res["params"] = sum(p.numel() for p in model.parameters())
         res["trainable"] = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -188,9 +188,10 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int, device: s
       (4·heads) for SDPA's flash/efficient backward (no T×T matrix); Liger's rope rotates in place: same count;
     - the SwiGLU MLP: gate, silu(gate), up and their product (4·d·i); Liger's swiglu recomputes silu (3·d·i);
     - LoRA: frozen base linears save nothing (bitsandbytes' 4-bit matmul neither); each adapter saves its dropped
-      input (d·in), the dropout mask and the rank-r bottleneck (d·r) — dropout 0 saves the input once per distinct
-      input tensor. The mask is a bool (1 byte·in) on CUDA (fused ``native_dropout``) but a float noise tensor
-      (d·in) on CPU, where ``dropout`` is computed as ``input * bernoulli_noise``.
+      input (·in), the dropout mask and the rank-r bottleneck (d·r) — dropout 0 saves the input once per distinct
+      input tensor. peft keeps adapters in fp32 and casts their input to fp32, so these are 4-byte tensors even in
+      a bf16 model. The mask is a bool (1 byte·in) on CUDA (fused ``native_dropout``) but a float noise tensor
+      (4 bytes·in) on CPU, where ``dropout`` is computed as ``input * bernoulli_noise``.
 
     >>> cfg = dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
     ...            num_key_value_heads=2, vocab_size=1000)
@@ -217,10 +218,11 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int, device: s
     if frozen:
         mlp -= d * i  # the product is saved only by down_proj's weight gradient, frozen here
         if v.lora_dropout > 0:
-            mask = 1 if device.startswith("cuda") else d
-            adapters = sum((d + mask) * a + d * v.lora_r for a, _ in _linears(s))
+            # adapters are fp32 and peft casts their input to fp32 first: the saved tensors are fp32 whatever d is
+            mask = 1 if device.startswith("cuda") else 4
+            adapters = sum((4 + mask) * a + 4 * v.lora_r for a, _ in _linears(s))
         else:  # identity dropout: the adapter's input is the tensor the base layer sees, saved once per input
-            adapters = 7 * d * v.lora_r + d * i  # norm outputs counted above, attention output already saved
+            adapters = 7 * 4 * v.lora_r + d * i  # norm outputs counted above, attention output already saved
         mlp += adapters
     return int(tokens * (2 * norm + attn + mlp))
 

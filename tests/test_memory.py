@@ -148,3 +148,18 @@ def test_lora_count_matches_peft():
     peft_model = apply_lora(build_model(cfg, seed=0), r=8, alpha=16)
     trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     assert mem.predict_memory(cfg, mem.parse_variant("lora", lora_r=8), 1, 8)["trainable"] == trainable
+
+
+def test_lora_activations_by_hand():
+    T, h, i, q, kv, nh, r = 8, 64, 128, 64, 32, 4, 16
+    ins = 64 + 64 + 64 + 64 + 64 + 64 + 128  # inputs of q, k, v, o, gate, up, down
+    # frozen norms save only their fp32 input; q/k/v/attention out/lse as in full training; MLP: gate, silu, up;
+    # adapters (fp32, input cast to fp32): dropped input + mask (bool on CUDA, fp32 noise on CPU) + rank-r output
+    base = 2 * 4 * h + 4 * (q + 2 * kv) + 4 * q + 4 * nh + 3 * 4 * i
+    lora = mem.parse_variant("lora")
+    assert mem.layer_activation_bytes(CFG, lora, T, "cuda") == T * (base + (4 + 1) * ins + 7 * 4 * r)
+    assert mem.layer_activation_bytes(CFG, lora, T, "cpu") == T * (base + (4 + 4) * ins + 7 * 4 * r)
+    # bf16 model: the base's tensors halve, the adapters' stay fp32
+    b = mem.parse_variant("lora+bf16")
+    base16 = 2 * 4 * h + 2 * (q + 2 * kv) + 2 * q + 4 * nh + 3 * 2 * i
+    assert mem.layer_activation_bytes(CFG, b, T, "cuda") == T * (base16 + (4 + 1) * ins + 7 * 4 * r)
