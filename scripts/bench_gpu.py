@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     reports = Path(args.reports)
     reports.mkdir(parents=True, exist_ok=True)
-    params_path = reports / f".{raw.get('run_name', 'gpu')}.params.yaml"
+    params_path = reports / str(raw.get("run_name", "gpu")) / "bench_gpu.params.yaml"  # in the git-ignored run dir
+    params_path.parent.mkdir(parents=True, exist_ok=True)
     params_path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
     try:
         load_params(params_path)
