@@ -24,6 +24,8 @@ result. Decisions:
   raises its mmap threshold after the first free and RSS keeps a cache of freed blocks (allocator caching).
 - **Load**: the machine's 1-minute load average at the end of each variant is in the table: on a shared machine
   throughput spreads widely, memory does not.
+- **Rounds**: ``rounds`` fresh processes per variant, run round-robin (all variants, then all again), and their
+  windows pooled: a slow spell of a shared machine then spreads over every variant instead of biasing one.
 - **Repeats**: throughput is ``batch × seq × steps / time`` of each window after warm-up; the table shows the median
   and min–max over windows, and so for the step time (median step of each window) and peak memory.
 - **Loss after N steps**: every variant sees the same batches from the same seed; its first and last loss are
@@ -190,16 +192,29 @@ def run_benchmark(P: dict, out_dir: str | os.PathLike | None = None, *, progress
     ids_path, V, desc = prepare_tokens(P, work)
     cfg = model_shape(P, V)
     device = resolve_device(B["device"])
-    results = []
-    bar = tqdm(B["variants"], desc="benchmark", disable=not progress)
-    for name in bar:
-        bar.set_postfix_str(name)
-        job = make_job(P, name, ids_path, V)
-        r = run_variant(job, timeout_s=B["timeout_s"])
-        v = mem.parse_variant(job["variant"])
-        r["predicted"] = mem.predict_memory(cfg, v, job["batch"], job["seq"], device=device)
-        r["spec"] = job["variant"]
-        results.append(r)
+    results: dict[str, dict] = {}
+    rounds = max(1, int(B["rounds"]))
+    bar = tqdm(total=rounds * len(B["variants"]), desc="benchmark", disable=not progress)
+    for rnd in range(rounds):  # round-robin: a slow spell of a shared machine hits every variant, not one
+        for name in B["variants"]:
+            bar.set_postfix_str(f"{name} (round {rnd + 1}/{rounds})")
+            bar.update(1)
+            if name in results and results[name]["status"] != "ok":
+                continue  # unavailable / OOM / error: one process says it
+            job = make_job(P, name, ids_path, V)
+            r = run_variant(job, timeout_s=B["timeout_s"])
+            if name not in results:
+                v = mem.parse_variant(job["variant"])
+                r["predicted"] = mem.predict_memory(cfg, v, job["batch"], job["seq"], device=device)
+                r["spec"] = job["variant"]
+                r["pids"] = [r.get("pid")]
+                results[name] = r
+            elif r["status"] == "ok":
+                _pool(results[name], r)
+            else:
+                results[name].setdefault("later_rounds", []).append({"status": r["status"], "reason": r.get("reason")})
+    bar.close()
+    results = [results[n] for n in B["variants"]]
     out = {"config": cfg, "tokens": desc, "device": device, "batch": B["batch_size"], "seq": B["seq_len"],
            "results": results}
     if B["oom_probe"] and B["oom_probe"].get("variant"):
@@ -207,6 +222,17 @@ def run_benchmark(P: dict, out_dir: str | os.PathLike | None = None, *, progress
     if out_dir is not None:
         atomic_write_json(Path(out_dir) / "benchmark.json", out)
     return out
+
+
+def _pool(acc: dict, r: dict) -> None:
+    """Add the windows of another process of the same variant to ``acc`` (same seed and batches: same losses)."""
+    for k in ("tokens_per_s", "step_s", "peak_mb", "reserved_mb"):
+        if k in r:
+            acc[k] = list(acc.get(k) or []) + list(r[k])
+    acc["pids"].append(r.get("pid"))
+    acc["wall_s"] = acc.get("wall_s", 0) + r.get("wall_s", 0)
+    acc["load_end"] = max(x for x in (acc.get("load_end"), r.get("load_end")) if x is not None)
+    acc["loss_last_max_diff"] = max(acc.get("loss_last_max_diff", 0.0), abs(acc["loss_last"] - r["loss_last"]))
 
 
 def oom_probe(P: dict, ids_path, vocab_size: int, cfg: dict, device: str) -> dict:

@@ -141,9 +141,10 @@ DEFAULTS: dict[str, Any] = {
         "dtype": "fp32",  # default dtype of every variant (a variant name with "bf16" overrides it)
         "seq_len": 256,
         "batch_size": 4,
-        "warmup_steps": 2,  # not timed (first steps allocate optimizer states, warm caches)
+        "warmup_steps": 1,  # not timed (the first step allocates optimizer states; code paths are warmed before)
         "steps": 2,  # steps per timed window
-        "repeats": 3,  # timed windows: medians and min-max are over these
+        "repeats": 2,  # timed windows per process
+        "rounds": 2,  # fresh processes per variant, run round-robin; medians and min-max pool all windows
         "lr": 3e-4,
         "device": "auto",  # auto | cpu | cuda
         "threads": 0,  # torch threads in each child (0: torch's default)
@@ -154,7 +155,7 @@ DEFAULTS: dict[str, Any] = {
         "variants": ["baseline", "ckpt", "bf16", "adamw8", "lora", "lora+ckpt", "qlora", "liger", "liger_rope",
                      "liger_rms_norm", "liger_swiglu", "liger_flce"],
         # run one variant under a memory cap at growing batches until OOM ({} or variant None: skip)
-        "oom_probe": {"variant": "baseline", "cap_mb": 400, "batches": [4, 8, 16, 32]},
+        "oom_probe": {"variant": "baseline", "cap_mb": 400, "batches": [8, 16, 32]},
         "price_per_hour": 3.5,  # instance price for the cost table (currency of your choice)
         "price_label": "1x H100 80GB on-demand (example price; set yours)",
         # fit planner: largest batch x seq per memory budget, for presets and user configs ({name: {preset, ...}})
