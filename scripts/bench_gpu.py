@@ -32,7 +32,7 @@ DRY_RUN = {
         "model": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                   "num_key_value_heads": 2},
         "vocab_size": 512, "seq_len": 64, "batch_size": 2, "warmup_steps": 2, "steps": 1, "repeats": 1,
-        "device": "cpu", "timeout_s": 120,
+        "device": "cpu", "threads": 1, "timeout_s": 120,
         "fit": {"seq_lens": [1024, 2048, 4096], "budgets_gb": [24, 80]},
     },
 }
