@@ -49,9 +49,7 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch

@@ -131,7 +131,8 @@ if methods:
     record(out_dir, "train", {"compare": cmp.reset_index().to_dict(orient="records"),
                               "compare_steps": TP["compare_steps"]})
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
-    cmp["tokens_per_s"].plot.bar(ax=axes[0], title="tokens/s"); cmp["peak_rss_mb"].plot.bar(ax=axes[1], title="peak RSS (MiB)")
+    cmp["tokens_per_s"].plot.bar(ax=axes[0], title="tokens/s")
+    cmp["peak_rss_mb"].plot.bar(ax=axes[1], title="peak RSS (MiB)")
     plt.tight_layout(); plt.show()
     display(cmp)
 else:
