@@ -170,8 +170,35 @@ def _trainer_callback_base():
     return TrainerCallback
 
 
+def _reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (Linux ``/proc/self/clear_refs`` "5"); False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _vm_hwm_mb() -> float | None:
+    """This process's RSS high-water mark (``VmHWM``, Linux) in MiB, or None. Unlike ``ru_maxrss`` it is not
+    inherited from the parent process, so a child's figure is its own."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 class ThroughputCallback(_trainer_callback_base()):
     """Tokens/s (after ``warmup_steps``, without eval/save intervals), step time and peak memory of a run.
+
+    Peak memory: on CUDA ``max_memory_allocated`` / ``max_memory_reserved`` since the start of training; on CPU
+    ``peak_rss_mb`` is the process's RSS high-water mark since the start of training (Linux ``VmHWM``, reset at
+    train begin through ``/proc/self/clear_refs``; elsewhere the maximum of the RSS sampled after every step), and
+    ``process_peak_rss_mb`` the lifetime ``ru_maxrss`` (which a child process inherits from its parent).
 
     ``tokens_per_step`` = per-device batch x grad accumulation x block size x world size. Results in
     :meth:`summary`; per-step times in ``step_times``.
@@ -194,6 +221,7 @@ class ThroughputCallback(_trainer_callback_base()):
     def on_train_begin(self, args, state, control, **kw):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        self._hwm_reset = _reset_peak_rss()
         self._last = self._now()
         self._start_step = state.global_step
 
@@ -224,6 +252,9 @@ class ThroughputCallback(_trainer_callback_base()):
                "step_time_s": float(np.median(t)) if t else None,
                "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
                "peak_rss_mb": round(self.peak_rss, 1), "process_peak_rss_mb": round(peak_rss_mb(), 1)}
+        hwm = _vm_hwm_mb()
+        if hwm is not None and getattr(self, "_hwm_reset", False):
+            out["peak_rss_mb"] = round(max(hwm, self.peak_rss), 1)
         if self.cuda:
             out["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
             out["cuda_max_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)

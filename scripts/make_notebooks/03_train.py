@@ -124,7 +124,7 @@ if methods:
         t = r["throughput"]
         rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
                      "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
-                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["process_peak_rss_mb"],
+                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
                      **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
                      "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
     cmp = pd.DataFrame(rows).set_index("method")
