@@ -75,34 +75,29 @@ class NonFiniteLossError(RuntimeError):
 def prepare_data(P: dict, *, progress: bool = True) -> dict:
     """The run's tokenizer and token files: ``{"tokenizer": Tok, "tokenizer_dir", "train", "val", "dev": {...}}``.
 
-    Uses ``azllm.tokens.main_tokenizer(P)`` when the tokens module offers it; otherwise trains the run's tokenizer
-    (``P["tokenizer"]`` options, on ``data.train``) into ``artifacts_dir(P)/tokenizer`` (skipped when unchanged).
-    The corpus goes to ``artifacts_dir(P)/tokens`` and each ``data.eval`` set (all of it) to
-    ``artifacts_dir(P)/tokens_dev/<name>``; both are idempotent.
+    The tokenizer is ``azllm.tokens.main_tokenizer(P)`` (the run's tokenizer, trained once into
+    ``artifacts_dir(P)/tokenizer`` and shared with the other notebooks) and the corpus goes through
+    ``azllm.tokens.encode_run(P)`` (``tokens`` params: directory, val fraction, split seed). Each ``data.eval`` set
+    (all of it) goes to ``artifacts_dir(P)/tokens_dev/<name>``. All of it is idempotent.
     """
     from . import tokens as T
     from .data import iter_documents, resolve_source
     from .tokenizer import load_tokenizer, train_tokenizer
 
     root = data_root(P)
-    resolved = resolve_source(P["data"]["train"], root)
-    tok = None
-    if hasattr(T, "main_tokenizer"):
-        try:
-            tok = T.main_tokenizer(P)
-        except NotImplementedError:
-            tok = None
-    if tok is None:
+    if hasattr(T, "main_tokenizer") and hasattr(T, "encode_run"):  # the tokens module's run-level helpers
+        tok = T.main_tokenizer(P)
+        res = T.encode_run(P, tok, progress=progress)
+    else:
+        resolved = resolve_source(P["data"]["train"], root)
         tp = P["tokenizer"]
         opts = {k: tp[k] for k in ("vocab_size", "model_type", "character_coverage", "byte_fallback", "split_digits",
                                    "max_piece_length", "affix_presplit", "split_by_whitespace",
                                    "input_sentence_size", "num_threads")}
         folder = train_tokenizer(iter_documents(resolved), artifacts_dir(P) / "tokenizer", seed=P["seed"], **opts)
         tok = load_tokenizer(folder)
-    tp = P.get("tokens") or {}
-    kw = {"val_fraction": tp.get("val_fraction", 0.01), "seed": tp.get("seed", P["seed"]) or 0,
-          "progress": progress}
-    res = T.encode_source(resolved, tok, artifacts_dir(P) / "tokens", **kw)
+        res = T.encode_source(resolved, tok, artifacts_dir(P) / "tokens", val_fraction=0.01, seed=0,
+                              progress=progress)
     dev = {}
     for name, spec in (P["data"].get("eval") or {}).items():
         r = T.encode_source(resolve_source(spec, root), tok, artifacts_dir(P) / "tokens_dev" / name,
