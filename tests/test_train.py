@@ -179,6 +179,7 @@ def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
     assert generate(model, data["tokenizer"], ["Azərbaycan"], max_new_tokens=8) == rows  # seeded sampling
 
 
+@pytest.mark.slow  # ~40-75 s: a kernel, a tokenizer, a training run and a QLoRA run in a child process
 def test_notebook_03_runs_under_papermill(tmp_path):
     need_data_root()
     from azllm.report import run_report
