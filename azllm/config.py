@@ -81,7 +81,22 @@ DEFAULTS: dict[str, Any] = {
         "segment_examples": 8,
     },
     # --- owned by the token-file issue (#3)
-    "tokens": {},
+    "tokens": {
+        "tokenizer": None,  # None: the run's main tokenizer (options above); or a spec for load_tokenizer
+        "dir": None,  # None: artifacts/<run_name>/tokens
+        "val_fraction": 0.01,  # share of documents (by a hash of their text) in val.bin
+        "split_seed": 0,  # key of that hash: keep it fixed to compare runs on the same split
+        "num_workers": None,  # encoding threads; None: all cores
+        "chunk_docs": 1024,  # documents per chunk (memory stays flat at ~2 * num_workers chunks)
+        "benchmark": {
+            "quick": False,  # small slice, one round: for tests and the tiny report
+            "max_bytes_per_file": None,  # cap each corpus file (None: data.train as it is)
+            "scale": 10,  # the large corpus is the corpus repeated `scale` times, streamed
+            "repeats": 3,  # rounds of every variant; the table shows medians
+            "batch_size": 8,  # get_batch and the training step of the tiny Llama
+            "block_size": 256,
+        },
+    },
     # --- owned by the training issue (#4)
     "model": {
         "preset": "tiny",  # tiny | 125m | 1b (see azllm.model.PRESETS)

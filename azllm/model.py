@@ -39,7 +39,6 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -205,8 +204,8 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
     has one (else the ASCII character's pieces); specials take the base's bos/eos/pad rows; anything else the mean
     of all base rows. Returns counts: ``{"mean_init", "byte", "special", "fallback"}``.
 
-    Example: the new piece ``"▁evlərimizdən"`` -> text ``" evlərimizdən"`` -> base pieces ``[" ev", "lər", "imiz",
-    "dən"]`` -> its row is the mean of those four base rows.
+    Example: the new piece ``"▁evlərimizdən"`` -> text ``" evlərimizdən"`` -> base pieces
+    ``[" ev", "lər", "imiz", "dən"]`` -> its row is the mean of those four base rows.
     """
     base_tok, new_tok = _as_tok(base_tokenizer), _as_tok(new_tokenizer)
     emb_in = model.get_input_embeddings().weight.detach().clone().float()

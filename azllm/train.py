@@ -49,9 +49,7 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -77,34 +75,29 @@ class NonFiniteLossError(RuntimeError):
 def prepare_data(P: dict, *, progress: bool = True) -> dict:
     """The run's tokenizer and token files: ``{"tokenizer": Tok, "tokenizer_dir", "train", "val", "dev": {...}}``.
 
-    Uses ``azllm.tokens.main_tokenizer(P)`` when the tokens module offers it; otherwise trains the run's tokenizer
-    (``P["tokenizer"]`` options, on ``data.train``) into ``artifacts_dir(P)/tokenizer`` (skipped when unchanged).
-    The corpus goes to ``artifacts_dir(P)/tokens`` and each ``data.eval`` set (all of it) to
-    ``artifacts_dir(P)/tokens_dev/<name>``; both are idempotent.
+    The tokenizer is ``azllm.tokens.main_tokenizer(P)`` (the run's tokenizer, trained once into
+    ``artifacts_dir(P)/tokenizer`` and shared with the other notebooks) and the corpus goes through
+    ``azllm.tokens.encode_run(P)`` (``tokens`` params: directory, val fraction, split seed). Each ``data.eval`` set
+    (all of it) goes to ``artifacts_dir(P)/tokens_dev/<name>``. All of it is idempotent.
     """
     from . import tokens as T
     from .data import iter_documents, resolve_source
     from .tokenizer import load_tokenizer, train_tokenizer
 
     root = data_root(P)
-    resolved = resolve_source(P["data"]["train"], root)
-    tok = None
-    if hasattr(T, "main_tokenizer"):
-        try:
-            tok = T.main_tokenizer(P)
-        except NotImplementedError:
-            tok = None
-    if tok is None:
+    if hasattr(T, "main_tokenizer") and hasattr(T, "encode_run"):  # the tokens module's run-level helpers
+        tok = T.main_tokenizer(P)
+        res = T.encode_run(P, tok, progress=progress)
+    else:
+        resolved = resolve_source(P["data"]["train"], root)
         tp = P["tokenizer"]
         opts = {k: tp[k] for k in ("vocab_size", "model_type", "character_coverage", "byte_fallback", "split_digits",
                                    "max_piece_length", "affix_presplit", "split_by_whitespace",
                                    "input_sentence_size", "num_threads")}
         folder = train_tokenizer(iter_documents(resolved), artifacts_dir(P) / "tokenizer", seed=P["seed"], **opts)
         tok = load_tokenizer(folder)
-    tp = P.get("tokens") or {}
-    kw = {"val_fraction": tp.get("val_fraction", 0.01), "seed": tp.get("seed", P["seed"]) or 0,
-          "progress": progress}
-    res = T.encode_source(resolved, tok, artifacts_dir(P) / "tokens", **kw)
+        res = T.encode_source(resolved, tok, artifacts_dir(P) / "tokens", val_fraction=0.01, seed=0,
+                              progress=progress)
     dev = {}
     for name, spec in (P["data"].get("eval") or {}).items():
         r = T.encode_source(resolve_source(spec, root), tok, artifacts_dir(P) / "tokens_dev" / name,
@@ -172,8 +165,35 @@ def _trainer_callback_base():
     return TrainerCallback
 
 
+def _reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (Linux ``/proc/self/clear_refs`` "5"); False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _vm_hwm_mb() -> float | None:
+    """This process's RSS high-water mark (``VmHWM``, Linux) in MiB, or None. Unlike ``ru_maxrss`` it is not
+    inherited from the parent process, so a child's figure is its own."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 class ThroughputCallback(_trainer_callback_base()):
     """Tokens/s (after ``warmup_steps``, without eval/save intervals), step time and peak memory of a run.
+
+    Peak memory: on CUDA ``max_memory_allocated`` / ``max_memory_reserved`` since the start of training; on CPU
+    ``peak_rss_mb`` is the process's RSS high-water mark since the start of training (Linux ``VmHWM``, reset at
+    train begin through ``/proc/self/clear_refs``; elsewhere the maximum of the RSS sampled after every step), and
+    ``process_peak_rss_mb`` the lifetime ``ru_maxrss`` (which a child process inherits from its parent).
 
     ``tokens_per_step`` = per-device batch x grad accumulation x block size x world size. Results in
     :meth:`summary`; per-step times in ``step_times``.
@@ -196,6 +216,7 @@ class ThroughputCallback(_trainer_callback_base()):
     def on_train_begin(self, args, state, control, **kw):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        self._hwm_reset = _reset_peak_rss()
         self._last = self._now()
         self._start_step = state.global_step
 
@@ -226,6 +247,9 @@ class ThroughputCallback(_trainer_callback_base()):
                "step_time_s": float(np.median(t)) if t else None,
                "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
                "peak_rss_mb": round(self.peak_rss, 1), "process_peak_rss_mb": round(peak_rss_mb(), 1)}
+        hwm = _vm_hwm_mb()
+        if hwm is not None and getattr(self, "_hwm_reset", False):
+            out["peak_rss_mb"] = round(max(hwm, self.peak_rss), 1)
         if self.cuda:
             out["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
             out["cuda_max_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)

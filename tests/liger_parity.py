@@ -14,7 +14,8 @@ import sys
 import traceback
 import warnings
 
-assert os.environ.get("TRITON_INTERPRET") == "1", "set TRITON_INTERPRET=1 before Python starts (triton reads it at import)"
+assert os.environ.get("TRITON_INTERPRET") == "1", \
+    "set TRITON_INTERPRET=1 before Python starts (triton reads it at import)"
 warnings.simplefilter("ignore")
 
 import torch  # noqa: E402

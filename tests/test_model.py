@@ -95,7 +95,7 @@ def swap_setup(data, tmp_path_factory):
                                      intermediate_size=128, tie_word_embeddings=tied), seed=0)
         opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
         g = torch.Generator().manual_seed(0)
-        for _ in range(80 if tied else 0):
+        for _ in range(30 if tied else 0):  # 30 steps: mean init ~0.5 nats better; 0.3 asserted
             ix = torch.randint(len(ids) - 65, (8,), generator=g)
             x = torch.from_numpy(np.stack([ids[i:i + 64] for i in ix.tolist()]))
             m(input_ids=x, labels=x).loss.backward()

@@ -46,6 +46,9 @@ def test_full_run_results_and_checkpoints(full_run):
     losses = _losses(r)
     assert sorted(losses) == list(range(1, 13))
     assert np.mean([losses[s] for s in (10, 11, 12)]) < np.mean([losses[s] for s in (1, 2, 3)]) - 0.3
+    lrs = [h["lr"] for h in r["curves"]["train"]]
+    assert max(lrs) == pytest.approx(3e-3, rel=0.05) and lrs.index(max(lrs)) <= 2  # warmup, then cosine decay
+    assert all(a >= b for a, b in zip(lrs[2:], lrs[3:])) and 3e-4 <= lrs[-1] < 4e-4  # cosine to 0.1 * lr
     ev = r["curves"]["eval"]
     assert set(ev) == {"val", "flores"} and [e["step"] for e in ev["val"]] == [6, 12]
     for name, f in r["final"].items():
@@ -130,6 +133,15 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
     assert again["cached"] and again["final"] == json.loads(json.dumps(r["final"]))
 
 
+def test_grad_accumulation_and_checkpointing_match_the_plain_run(data, full_run, tmp_path):
+    """Batch 2 x 2 accumulation steps with gradient checkpointing = batch 4: same samples, same losses."""
+    r = _run(data, tmp_path / "run", max_steps=3, resume=False,
+             train={"batch_size": 2, "grad_accum": 2, "gradient_checkpointing": True})
+    a, b = _losses(full_run), _losses(r)
+    for s in (1, 2, 3):
+        assert b[s] == pytest.approx(a[s], abs=2e-4), (s, a[s], b[s])
+
+
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path):
     from transformers import TrainerCallback
 
@@ -167,6 +179,7 @@ def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
     assert generate(model, data["tokenizer"], ["Azərbaycan"], max_new_tokens=8) == rows  # seeded sampling
 
 
+@pytest.mark.slow  # ~40-75 s: a kernel, a tokenizer, a training run and a QLoRA run in a child process
 def test_notebook_03_runs_under_papermill(tmp_path):
     need_data_root()
     from azllm.report import run_report

@@ -124,14 +124,15 @@ if methods:
         t = r["throughput"]
         rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
                      "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
-                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["process_peak_rss_mb"],
+                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
                      **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
                      "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
     cmp = pd.DataFrame(rows).set_index("method")
     record(out_dir, "train", {"compare": cmp.reset_index().to_dict(orient="records"),
                               "compare_steps": TP["compare_steps"]})
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
-    cmp["tokens_per_s"].plot.bar(ax=axes[0], title="tokens/s"); cmp["peak_rss_mb"].plot.bar(ax=axes[1], title="peak RSS (MiB)")
+    cmp["tokens_per_s"].plot.bar(ax=axes[0], title="tokens/s")
+    cmp["peak_rss_mb"].plot.bar(ax=axes[1], title="peak RSS (MiB)")
     plt.tight_layout(); plt.show()
     display(cmp)
 else:
