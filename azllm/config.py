@@ -101,10 +101,96 @@ DEFAULTS: dict[str, Any] = {
         },
     },
     # --- owned by the training issue (#4)
-    "model": {},
-    "train": {},
+    "model": {
+        "preset": "tiny",  # tiny | 125m | 1b (see azllm.model.PRESETS)
+        "config": {},  # LlamaConfig fields laid over the preset, e.g. {num_hidden_layers: 2}
+        "base": None,  # a pretrained base (folder or hub id): fine-tune it with the run's tokenizer swapped in
+        "base_tokenizer": None,  # the base's tokenizer (default: the base itself)
+        "swap_init": "mean",  # mean (of the base pieces' embeddings) | random
+        "dtype": "float32",  # weights dtype: float32 | bfloat16 | float16 (mixed precision: train.precision)
+        "liger": {"rope": False, "rms_norm": False, "swiglu": False, "fused_linear_cross_entropy": False,
+                  "cross_entropy": False},
+        "lora": {"r": 16, "alpha": 32, "dropout": 0.05, "use_rslora": False,
+                 "target_modules": None},  # None: all linear layers but lm_head; or a list of module names
+        "quant": {"bits": 4, "quant_type": "nf4", "double_quant": True, "compute_dtype": "bfloat16"},  # QLoRA
+    },
+    "train": {
+        "method": "full",  # full (all weights) | lora | qlora
+        "block_size": 128,
+        "batch_size": 16,  # per device
+        "grad_accum": 1,
+        "max_steps": 300,
+        "lr": 3e-3,
+        "min_lr_ratio": 0.1,  # cosine decays to lr * min_lr_ratio
+        "warmup_steps": 20,
+        "weight_decay": 0.1,
+        "betas": [0.9, 0.95],
+        "grad_clip": 1.0,
+        "optimizer": "adamw",  # adamw | adamw_8bit | paged_adamw_8bit
+        "precision": "auto",  # auto (bf16 on GPUs that have it, else fp16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16
+        "gradient_checkpointing": False,
+        "eval_steps": 50,
+        "eval_max_tokens": 32768,  # per eval set and evaluation (None: the whole set)
+        "eval_batch_size": 16,
+        "dev_sets": None,  # names from data.eval to evaluate besides val (None: all of them)
+        "logging_steps": 10,
+        "save_steps": 100,
+        "save_total_limit": 2,
+        "resume": True,  # resume from the last complete checkpoint of the same run
+        "timing_warmup_steps": 5,  # steps left out of tokens/s
+        "compare": [],  # methods trained after the main run for the comparison table, e.g. [lora, qlora]
+        "compare_steps": 60,  # steps of each comparison run (they start from the main run's model)
+        "compare_lr": 1e-3,
+        "generate": {
+            "prompts": ["Azərbaycan", "Bakı şəhəri", "Bu gün hava", "Təhsil sistemində"],
+            "max_new_tokens": 40,
+            "temperature": 0.8,
+            "top_k": 50,
+        },
+    },
     # --- owned by the benchmark issue (#5)
-    "benchmark": {},
+    "benchmark": {
+        # model shape: a preset of azllm.model (tiny | 125m | 1b) with config overrides, e.g. {hidden_size: 256}
+        "preset": "tiny",
+        "model": {},
+        "vocab_size": 8000,  # None: tokenizer.vocab_size
+        "data": "corpus",  # corpus (data.train, tokenized with a vocab_size tokenizer) | synthetic (Zipf ids)
+        "corpus_bytes": 2_000_000,
+        "dtype": "fp32",  # default dtype of every variant (a variant name with "bf16" overrides it)
+        "seq_len": 256,
+        "batch_size": 4,
+        "warmup_steps": 1,  # not timed (the first step allocates optimizer states; code paths are warmed before)
+        "steps": 2,  # steps per timed window
+        "repeats": 2,  # timed windows per process
+        "rounds": 2,  # fresh processes per variant, run round-robin; medians and min-max pool all windows
+        "lr": 3e-4,
+        "device": "auto",  # auto | cpu | cuda
+        # torch threads in each child (0: torch's default). 1 by default: on a shared machine, OpenMP threads that
+        # spin for cores others hold made single steps up to ~25x slower (measured here); a GPU run is unaffected
+        "threads": 1,
+        "timeout_s": 600,  # per variant
+        "mem_cap_mb": None,  # cap on memory above the baseline for every variant (simulates a smaller machine)
+        "lora": {"r": 16, "alpha": 32, "dropout": 0.05},
+        # variant names: tokens joined by "+" (see azllm.memory.parse_variant), each run in its own process
+        "variants": ["baseline", "ckpt", "bf16", "adamw8", "lora", "lora+ckpt", "qlora", "liger", "liger_rope",
+                     "liger_rms_norm", "liger_swiglu", "liger_flce"],
+        # run one variant under a memory cap at growing batches until OOM ({} or variant None: skip)
+        "oom_probe": {"variant": "baseline", "cap_mb": 400, "batches": [8, 16, 32]},
+        "price_per_hour": 3.5,  # instance price for the cost table (currency of your choice)
+        "price_label": "1x H100 80GB on-demand (example price; set yours)",
+        # fit planner: largest batch x seq per memory budget, for presets and user configs ({name: {preset, ...}})
+        "fit": {
+            "presets": ["1b"],
+            "configs": {"*": {}},
+            "vocab_size": None,  # None: tokenizer.vocab_size
+            "dtype": "bf16",
+            "variants": ["baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt",
+                         "adamw8+ckpt"],
+            "budgets_gb": [24, 40, 80, 141],
+            "seq_lens": [512, 1024, 2048, 4096, 8192],
+            "reserve_gb": 1.0,  # CUDA context, cuBLAS workspace, fragmentation: not in the model
+        },
+    },
 }
 
 _SECRET_KEYS = {"token", "hf_token", "hub_token", "use_auth_token", "auth_token", "api_key", "apikey", "password",

@@ -1,0 +1,145 @@
+"""The benchmark harness: subprocess isolation, OOM as a result, the "not available" path, the GPU script's dry
+run and the report notebook through papermill. Tiny shapes only (speed is measured by the notebook, not here)."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from azllm import bench, memory as mem
+from azllm.config import load_params
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"preset": "tiny", "vocab_size": 256, "data": "synthetic", "seq_len": 32, "batch_size": 2,
+        "warmup_steps": 1, "steps": 1, "repeats": 2, "lr": 1e-2, "timeout_s": 120,
+        "model": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+                  "num_key_value_heads": 1}}
+
+
+@pytest.fixture()
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    P = load_params(None, {"run_name": "t", "benchmark": TINY})
+    ids, V, _ = bench.prepare_tokens(P, tmp_path)
+    return P, ids, V
+
+
+def test_each_variant_runs_in_its_own_fresh_process(setup):
+    import torch
+
+    P, ids, V = setup
+    hog = torch.ones(64 * 2**20 // 4)  # 64 MiB held by the parent must not show in the children's numbers
+    a = bench.run_variant(bench.make_job(P, "baseline", ids, V))
+    b = bench.run_variant(bench.make_job(P, "baseline", ids, V))
+    del hog
+    assert a["status"] == b["status"] == "ok", (a.get("reason"), b.get("reason"))
+    assert len({a["pid"], b["pid"], os.getpid()}) == 3
+    for r in (a, b):
+        assert len(r["tokens_per_s"]) == len(r["peak_mb"]) == 2 and all(x > 0 for x in r["tokens_per_s"])
+        assert 0 < r["peak_mb"][0] < 64  # the training of a ~0.02M-parameter model, not the parent's hog
+        assert r["hwm_reset"] is True
+    assert a["losses"] == b["losses"]  # same seed, same batches: same losses
+    assert a["loss_last"] < a["loss_first"]
+
+
+def test_oom_is_a_result_not_a_crash(setup):
+    P, ids, V = setup
+    job = bench.make_job(P, "baseline", ids, V, batch=64, seq=32, mem_cap_mb=8)
+    r = bench.run_variant(job)
+    assert r["status"] == "oom", r
+    assert r["reason"].startswith("OOM at batch 64 (seq 32)")
+
+
+def test_child_killed_by_sigkill_is_reported_as_oom(setup, tmp_path):
+    P, ids, V = setup
+    killer = tmp_path / "killer.sh"  # stands in for the kernel OOM killer: the child dies by SIGKILL
+    killer.write_text("#!/bin/sh\nkill -9 $$\n")
+    killer.chmod(killer.stat().st_mode | stat.S_IEXEC)
+    r = bench.run_variant(bench.make_job(P, "baseline", ids, V), python=str(killer))
+    assert r["status"] == "oom" and "SIGKILL" in r["reason"]
+
+
+def test_child_error_is_reported_with_reason(setup):
+    P, ids, V = setup
+    r = bench.run_variant(bench.make_job(P, "baseline", ids, V, preset="no-such-preset"))
+    assert r["status"] == "error" and "no-such-preset" in r["reason"]
+
+
+def test_liger_without_cuda_is_not_available_with_reason(setup):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: Liger is available here")
+    P, ids, V = setup
+    r = bench.run_variant(bench.make_job(P, "liger_rope", ids, V))
+    assert r["status"] == "unavailable"
+    assert r["reason"].startswith("not available on this device") and "CUDA" in r["reason"]
+
+
+def test_summary_ratios_and_prediction_table():
+    res = {"results": [
+        {"variant": "baseline", "status": "ok", "tokens_per_s": [100, 110, 90], "step_s": [1, 1, 1],
+         "peak_mb": [50, 52, 48], "predicted": mem.predict_memory(dict(
+             hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, vocab_size=10), "baseline", 1, 4)},
+        {"variant": "ckpt", "status": "ok", "tokens_per_s": [80, 80, 80], "step_s": [1, 1, 1],
+         "peak_mb": [25, 25, 25], "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0,
+                                                 "logits": 0, "total": 25 * 2**20}},
+        {"variant": "liger", "status": "unavailable", "reason": "not available on this device: no CUDA",
+         "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0, "logits": 0, "total": 1}},
+    ]}
+    df = bench.summary_table(res)
+    assert list(df.variant) == ["baseline", "ckpt", "liger"]  # never dropped
+    assert df.loc[1, "speed ×"] == pytest.approx(0.8) and df.loc[1, "memory ×"] == pytest.approx(0.5)
+    assert (df.loc[0, "tokens/s min"], df.loc[0, "tokens/s max"]) == (90, 110)
+    assert df.loc[2, "note"].startswith("not available")
+    pred = bench.prediction_table(res)
+    assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
+def test_gpu_script_dry_run(tmp_path):
+    env = _env()
+    env["AZLLM_ARTIFACTS"] = str(tmp_path / "artifacts")
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu.py"), "--dry-run", "--reports",
+                        str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())
+    rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
+    assert set(rows) == {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"}
+    for name in ("baseline", "ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"):
+        assert rows[name]["status"] == "ok", rows[name]
+    for name in ("liger", "liger+ckpt"):
+        assert rows[name]["status"] in ("ok", "unavailable")
+        if rows[name]["status"] == "unavailable":
+            assert "not available on this device" in rows[name]["note"]
+    assert "| variant |" in p.stdout
+    assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()
+
+
+def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
+    from azllm.report import run_report
+
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    run_dir, ok = run_report(ROOT / "params" / "benchmark.tiny.yaml", reports_dir=tmp_path,
+                             notebooks=["04_benchmark"])
+    assert ok, (run_dir / "metrics.json").read_text()[-3000:]
+    m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["benchmark"]
+    assert m["n_variants"] == 3 and m["n_ok"] == 2
+    assert {r["variant"] for r in m["variants"]} == {"baseline", "lora", "liger"}
+    assert m["fit_planner"] and m["cost"] and m["predicted_vs_measured"]
+    assert all(r["peak MB"] > 0 for r in m["variants"] if r["status"] == "ok")
+    base = next(r for r in m["results"] if r["variant"] == "baseline")
+    assert len(set(base["pids"])) == 2 and len(base["tokens_per_s"]) == 2  # 2 rounds x 1 window, pooled
+    assert base["loss_last_max_diff"] == 0.0  # same seed and batches in both processes
+    liger = next(r for r in m["results"] if r["variant"] == "liger")
+    assert len(liger["pids"]) == 1  # "not available" is said once, not re-run

@@ -1,0 +1,178 @@
+"""LoRA / QLoRA with peft + bitsandbytes on CPU: quantization, the AVX512-BF16 repack trap and its guard, LoRA
+options, optimizers."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+warnings.filterwarnings("ignore")
+V = 256
+
+
+def _cfg():
+    from azllm.model import model_config
+
+    return model_config("tiny", V, num_hidden_layers=2, hidden_size=64, intermediate_size=128)
+
+
+@pytest.fixture(scope="module")
+def base():
+    from azllm.model import build_model
+
+    return build_model(_cfg(), seed=0)
+
+
+def _has_avx512_bf16() -> bool:
+    from bitsandbytes.functional import has_avx512bf16
+
+    return bool(has_avx512bf16())
+
+
+def _qlora(base, guard=True):
+    import bitsandbytes as bnb
+
+    from azllm.lora import apply_lora, quantize_model
+
+    q = quantize_model(base, bits=4)
+    torch.manual_seed(0)
+    p = apply_lora(q, r=4, alpha=8, dropout=0.0)
+    if not guard:  # undo the guard: bitsandbytes' default behaviour
+        for m in p.modules():
+            if isinstance(m, bnb.nn.Linear4bit):
+                m.support_avx512bf16_for_cpu = _has_avx512_bf16()
+    with torch.no_grad():  # non-zero B so that every LoRA matrix gets a gradient
+        for n, w in p.named_parameters():
+            if "lora_B" in n:
+                w.normal_(0, 0.05, generator=torch.Generator().manual_seed(hash(n) % 2**31))
+    return p
+
+
+def _grads(model, x):
+    model.train()
+    model.zero_grad(set_to_none=True)
+    model(input_ids=x, labels=x).loss.backward()
+    return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+X = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(0))
+
+
+def test_quantize_4bit_nf4_double_quant(base):
+    import bitsandbytes as bnb
+
+    from azllm.lora import quantize_model
+
+    q = quantize_model(base, bits=4)
+    lin = q.model.layers[0].self_attn.q_proj
+    assert isinstance(lin, bnb.nn.Linear4bit) and lin.weight.quant_state.quant_type == "nf4"
+    assert lin.weight.quant_state.nested  # double quantization
+    assert lin.compute_dtype == torch.bfloat16 and not lin.support_avx512bf16_for_cpu  # guard on
+    assert q.is_loaded_in_4bit and not isinstance(q.lm_head, bnb.nn.Linear4bit)
+    with torch.no_grad():
+        a, b = base(input_ids=X).logits, q(input_ids=X).logits
+    assert torch.isfinite(b).all() and (a - b).abs().mean() < 0.1 * a.abs().mean() + 0.05
+    q8 = quantize_model(base, bits=8)
+    assert isinstance(q8.model.layers[0].mlp.up_proj, bnb.nn.Linear8bitLt)
+    with pytest.raises(ValueError, match="bits"):
+        quantize_model(base, bits=3)
+
+
+def test_lora_grads_after_eval_pass_equal_fresh_model(base):
+    """The guard: a no-grad eval forward (as during evaluation or generate) must not change LoRA gradients."""
+    fresh = _grads(_qlora(base), X)
+    m = _qlora(base)
+    m.eval()
+    with torch.no_grad():
+        m(input_ids=X)
+        m.generate(input_ids=X[:1, :4], max_new_tokens=2, do_sample=False)
+    after = _grads(m, X)
+    assert fresh.keys() == after.keys() and len(fresh) == 2 * 2 * 7  # A and B of 7 linears in 2 layers
+    for n in fresh:
+        assert torch.equal(fresh[n], after[n]), n
+        assert fresh[n].abs().sum() > 0, n
+    from azllm.lora import check_not_repacked
+
+    check_not_repacked(m)
+
+
+def test_repack_trap_is_real_without_the_guard(base):
+    """Shows what the guard prevents (and that the test above can fail): bitsandbytes' default repacks."""
+    if not _has_avx512_bf16():
+        pytest.skip("this CPU has no AVX512-BF16: bitsandbytes never repacks here")
+    from azllm.lora import QuantError, check_not_repacked
+
+    fresh = _grads(_qlora(base, guard=False), X)
+    m = _qlora(base, guard=False)
+    m.eval()
+    with torch.no_grad():
+        m(input_ids=X)
+    with pytest.raises(QuantError, match="repacked"):
+        check_not_repacked(m)
+    after = _grads(m, X)
+    assert any(not torch.equal(fresh[n], after[n]) for n in fresh)
+
+
+def test_lora_options_and_targets(base):
+    import copy
+
+    from azllm.lora import apply_lora
+
+    p = apply_lora(copy.deepcopy(base), r=8, alpha=16, dropout=0.1, use_rslora=True)
+    cfg = p.peft_config["default"]
+    assert cfg.r == 8 and cfg.lora_alpha == 16 and cfg.use_rslora and cfg.lora_dropout == 0.1
+    names = {n.split(".lora_")[0].split(".")[-1] for n, _ in p.named_parameters() if "lora_" in n}
+    assert names == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}  # no lm_head
+    lin = p.base_model.model.model.layers[0].self_attn.q_proj
+    assert lin.scaling["default"] == pytest.approx(16 / 8 ** 0.5)  # rsLoRA
+    trainable = [n for n, w in p.named_parameters() if w.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    p2 = apply_lora(copy.deepcopy(base), target_modules=["q_proj", "v_proj"])
+    assert {n.split(".lora_")[0].split(".")[-1] for n, _ in p2.named_parameters() if "lora_" in n} == {"q_proj",
+                                                                                                       "v_proj"}
+
+
+def test_lm_head_target_dropped_when_fused_loss_is_on(base):
+    """FLCE reads lm_head.weight directly, so a LoRA adapter there would be ignored: apply_lora drops it loudly."""
+    import copy
+
+    from azllm.lora import apply_lora
+
+    m = copy.deepcopy(base)
+    m.azllm_liger = {"applied": ["fused_linear_cross_entropy"]}  # what apply_liger records on CUDA
+    with pytest.warns(UserWarning, match="lm_head.*DROPPED"):
+        p = apply_lora(m, target_modules=["q_proj", "lm_head"])
+    assert not any("lm_head" in n and "lora_" in n for n, _ in p.named_parameters())
+    p2 = apply_lora(copy.deepcopy(base), target_modules=["q_proj", "lm_head"])  # without FLCE it is kept
+    assert any("lm_head" in n and "lora_" in n for n, _ in p2.named_parameters())
+
+
+@pytest.mark.parametrize("name,quantized", [("adamw", False), ("adamw_8bit", False), ("paged_adamw_8bit", True)])
+def test_optimizers_train_lora_and_qlora(base, name, quantized):
+    import copy
+
+    import bitsandbytes as bnb
+
+    from azllm.lora import apply_lora, make_optimizer
+
+    m = _qlora(base) if quantized else apply_lora(copy.deepcopy(base), r=4, alpha=8, dropout=0.0)
+    opt = make_optimizer(m, name, lr=1e-2)
+    assert isinstance(opt, {"adamw": torch.optim.AdamW, "adamw_8bit": bnb.optim.AdamW8bit,
+                            "paged_adamw_8bit": bnb.optim.PagedAdamW8bit}[name])
+    decay = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+    assert all(p.dim() >= 2 for p in m.parameters() if id(p) in decay)
+    before = {n: p.detach().clone() for n, p in m.named_parameters() if p.requires_grad}
+    losses = []
+    for _ in range(8):
+        m.train()
+        loss = m(input_ids=X, labels=X).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert any(not torch.equal(before[n], p) for n, p in m.named_parameters() if p.requires_grad)
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        make_optimizer(m, "sgd")

@@ -1,0 +1,202 @@
+"""Training with the HF Trainer on token files: resume equivalence, NaN stop, checkpoints, bits per byte, LoRA
+adapters, generation and the notebook (papermill)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_helpers import data, need_data_root, tiny_params  # noqa: E402,F401
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+warnings.filterwarnings("ignore")
+
+
+def _run(data, out, **kw):
+    from azllm.train import run_training
+
+    P = tiny_params(data["art"], **kw.pop("train", {}))
+    return run_training(P, tokenizer=data["tokenizer"], token_files={"train": data["train"], "val": data["val"]},
+                        dev_files=data["dev"], output_dir=out, progress=False, **kw)
+
+
+def _losses(r):
+    return {h["step"]: h["loss"] for h in r["curves"]["train"]}
+
+
+@pytest.fixture(scope="module")
+def full_run(data, tmp_path_factory):
+    return _run(data, tmp_path_factory.mktemp("full") / "run", resume=False)
+
+
+def test_full_run_results_and_checkpoints(full_run):
+    r = full_run
+    assert r["steps"] == 12 and not r["cached"]
+    losses = _losses(r)
+    assert sorted(losses) == list(range(1, 13))
+    assert np.mean([losses[s] for s in (10, 11, 12)]) < np.mean([losses[s] for s in (1, 2, 3)]) - 0.3
+    lrs = [h["lr"] for h in r["curves"]["train"]]
+    assert max(lrs) == pytest.approx(3e-3, rel=0.05) and lrs.index(max(lrs)) <= 2  # warmup, then cosine decay
+    assert all(a >= b for a, b in zip(lrs[2:], lrs[3:])) and 3e-4 <= lrs[-1] < 4e-4  # cosine to 0.1 * lr
+    ev = r["curves"]["eval"]
+    assert set(ev) == {"val", "flores"} and [e["step"] for e in ev["val"]] == [6, 12]
+    for name, f in r["final"].items():
+        assert f["ppl"] == pytest.approx(math.exp(f["loss"]))
+        assert 0.5 < f["bpb"] < 8.0
+    t = r["throughput"]
+    assert t["tokens_per_s"] > 0 and t["step_time_s"] > 0 and t["peak_rss_mb"] > 50
+    assert t["tokens_per_step"] == 4 * 32 and t["timed_steps"] >= 5
+    assert r["liger"]["available"] is False and r["liger"]["applied"] == []
+    out = Path(r["output_dir"])
+    cks = sorted(p.name for p in out.glob("checkpoint-*"))
+    assert cks == ["checkpoint-12", "checkpoint-8"]  # save_total_limit=2 keeps the last two
+    for ck in cks:
+        files = {p.name for p in (out / ck).iterdir()}
+        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
+                "azllm_complete.json"} <= files
+        assert "pytorch_model.bin" not in files  # (training_args.bin is the Trainer's own, never loaded)
+    assert (Path(r["final_dir"]) / "model.safetensors").is_file()
+    assert json.loads((out / "results.json").read_text())["final"] == json.loads(json.dumps(r["final"]))
+
+
+def test_latest_checkpoint_ignores_incomplete(full_run, tmp_path):
+    from azllm.train import latest_checkpoint
+
+    out = Path(full_run["output_dir"])
+    assert latest_checkpoint(out).name == "checkpoint-12"
+    half = tmp_path / "run"
+    (half / "checkpoint-4").mkdir(parents=True)
+    (half / "checkpoint-4" / "azllm_complete.json").write_text("{}")
+    (half / "checkpoint-8").mkdir()  # interrupted while writing: no marker
+    (half / "checkpoint-8" / "model.safetensors").write_bytes(b"partial")
+    assert latest_checkpoint(half).name == "checkpoint-4"
+    assert latest_checkpoint(tmp_path / "nothing") is None
+
+
+def test_bits_per_byte_matches_manual_computation(data, full_run):
+    """bpb = summed NLL / ln 2 / UTF-8 bytes of the predicted tokens' text, recomputed here by hand."""
+    from azllm.tokens import TokenFile
+    from azllm.train import count_bytes, load_trained
+
+    tok = data["tokenizer"]
+    assert count_bytes(tok.encode("Salam") + [tok.eos_id] + tok.encode("dünya"), tok) == 5 + 1 + 6
+    model = load_trained(full_run["final_dir"]).eval()
+    tf = TokenFile(data["val"], tok)
+    n = full_run["eval_sets"]["val"]["windows"]
+    B = 32
+    ids = torch.from_numpy(np.asarray(tf.tokens[: n * B], dtype=np.int64).reshape(n, B))
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits
+    nll = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                                            reduction="sum").item()
+    text_bytes = sum(len(tok.decode([t for t in row if t != tok.eos_id]).encode()) for row in ids[:, 1:].tolist()
+                     if tok.eos_id not in row)
+    assert full_run["eval_sets"]["val"]["bytes"] >= text_bytes
+    bpb = nll / math.log(2) / full_run["eval_sets"]["val"]["bytes"]
+    assert full_run["final"]["val"]["bpb"] == pytest.approx(bpb, rel=1e-4)
+    assert full_run["final"]["val"]["loss"] == pytest.approx(nll / ids[:, 1:].numel(), rel=1e-4)
+
+
+def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path):
+    """A run SIGKILLed after step 6 (last complete checkpoint: 4) and resumed reproduces the uninterrupted one."""
+    out = tmp_path / "run"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "kill_at_step": 6}))
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == -9, p.stderr[-3000:]
+    assert not (out / "results.json").exists()
+    from azllm.train import latest_checkpoint
+
+    assert latest_checkpoint(out).name == "checkpoint-4"
+    r = _run(data, out, resume=True)
+    assert r["resumed_from"].endswith("checkpoint-4")
+    a, b = _losses(full_run), _losses(r)
+    assert sorted(b) == list(range(1, 13))
+    for s in range(1, 13):
+        assert b[s] == pytest.approx(a[s], abs=1e-4), (s, a[s], b[s])
+    assert r["final"]["val"]["loss"] == pytest.approx(full_run["final"]["val"]["loss"], abs=1e-4)
+    # a finished run is not trained again
+    again = _run(data, out, resume=True)
+    assert again["cached"] and again["final"] == json.loads(json.dumps(r["final"]))
+
+
+def test_grad_accumulation_and_checkpointing_match_the_plain_run(data, full_run, tmp_path):
+    """Batch 2 x 2 accumulation steps with gradient checkpointing = batch 4: same samples, same losses."""
+    r = _run(data, tmp_path / "run", max_steps=3, resume=False,
+             train={"batch_size": 2, "grad_accum": 2, "gradient_checkpointing": True})
+    a, b = _losses(full_run), _losses(r)
+    for s in (1, 2, 3):
+        assert b[s] == pytest.approx(a[s], abs=2e-4), (s, a[s], b[s])
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path):
+    from transformers import TrainerCallback
+
+    from azllm.train import NonFiniteLossError, latest_checkpoint
+
+    class Poison(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if state.global_step == 5:
+                with torch.no_grad():
+                    model.model.norm.weight.fill_(float("nan"))
+
+    out = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 6.*checkpoint-4"):
+        _run(data, out, resume=False, callbacks=[Poison()])
+    ck = latest_checkpoint(out)
+    assert ck.name == "checkpoint-4" and not (out / "checkpoint-8").exists()
+    assert not (out / "results.json").exists()
+    from safetensors.torch import load_file
+
+    assert all(torch.isfinite(t).all() for t in load_file(ck / "model.safetensors").values())
+
+
+def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
+    from azllm.train import generate, load_trained
+
+    r = _run(data, tmp_path / "lora", method="lora", base=full_run["final_dir"], max_steps=4,
+             train={"save_steps": 4, "eval_steps": 4}, resume=False)
+    assert r["parameters"]["trainable"] < r["parameters"]["total"] / 3
+    ck = Path(r["checkpoint"])
+    files = {p.name for p in ck.iterdir()}
+    assert "adapter_model.safetensors" in files and "model.safetensors" not in files
+    model = load_trained(r["final_dir"])
+    rows = generate(model, data["tokenizer"], ["Azərbaycan"], max_new_tokens=8)
+    assert rows[0]["prompt"] == "Azərbaycan" and isinstance(rows[0]["greedy"], str) and rows[0]["sampled"]
+    assert generate(model, data["tokenizer"], ["Azərbaycan"], max_new_tokens=8) == rows  # seeded sampling
+
+
+@pytest.mark.slow  # ~40-75 s: a kernel, a tokenizer, a training run and a QLoRA run in a child process
+def test_notebook_03_runs_under_papermill(tmp_path):
+    need_data_root()
+    from azllm.report import run_report
+
+    env_art = os.environ.get("AZLLM_ARTIFACTS")
+    os.environ["AZLLM_ARTIFACTS"] = str(tmp_path / "art")
+    try:
+        run_dir, ok = run_report(REPO / "params" / "train.tiny.yaml", reports_dir=tmp_path / "reports",
+                                 notebooks=["03_train"])
+    finally:
+        if env_art is None:
+            os.environ.pop("AZLLM_ARTIFACTS", None)
+        else:
+            os.environ["AZLLM_ARTIFACTS"] = env_art
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert ok, metrics["notebooks"]
+    m = metrics["metrics"]["train"]
+    assert m["final_val_bpb"] > 0 and m["tokens_per_s"] > 0
+    assert m["final_val_loss"] < m["first_val_loss"]
+    assert (run_dir / "03_train.html").is_file()

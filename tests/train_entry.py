@@ -1,0 +1,70 @@
+"""Run one tiny training in its own process, for the resume and distributed tests.
+
+``python tests/train_entry.py spec.json`` (or under ``torchrun``). The spec holds ``art`` (artifacts dir of the
+shared tiny data), ``train`` (train params overrides), ``output_dir``, optional ``kill_at_step`` (SIGKILL this
+process at the end of that optimizer step: a crash, no cleanup) and optional ``record`` (a folder where each
+rank writes the training windows it read and its final weights).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+warnings.simplefilter("ignore")
+
+
+def main(spec_path: str) -> None:
+    from transformers import TrainerCallback
+
+    from azllm.train import prepare_data, run_training
+    from train_helpers import tiny_params
+
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ["AZLLM_ARTIFACTS"] = spec["art"]
+    P = tiny_params(Path(spec["art"]), **spec.get("train", {}))
+    d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
+    rank = int(os.environ.get("RANK", "0"))
+    callbacks = []
+    if spec.get("kill_at_step"):
+        k = int(spec["kill_at_step"])
+
+        class Kill(TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                if state.global_step == k:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        callbacks.append(Kill())
+    seen: list[list[int]] = []
+    r = None
+    if spec.get("record"):
+        class Record(TrainerCallback):
+            def on_train_begin(self, args, state, control, model=None, **kw):
+                model.register_forward_pre_hook(
+                    lambda m, a, kw_: seen.extend(kw_["input_ids"].tolist()) if m.training else None,
+                    with_kwargs=True)
+
+        callbacks.append(Record())
+    r = run_training(P, tokenizer=d["tokenizer"], token_files={"train": d["train"], "val": d["val"]},
+                     dev_files=d["dev"], output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
+                     resume=spec.get("resume", True))
+    if spec.get("record"):
+        out = Path(spec["record"])
+        out.mkdir(parents=True, exist_ok=True)
+        weights = {n: p.detach().cpu() for n, p in r["model"].named_parameters()}
+        digest = hashlib.sha256(b"".join(w.numpy().tobytes() for w in weights.values())).hexdigest()
+        torch.save(weights, out / f"weights-rank{rank}.pt")
+        (out / f"rank{rank}.json").write_text(json.dumps({"windows": seen, "digest": digest,
+                                                          "world_size": r["world_size"], "steps": r["steps"]}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
