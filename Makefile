@@ -28,6 +28,11 @@ report: venv
 test: venv
 	$(PY) -m pytest -q
 
+# GPU benchmark (issue 5): Llama-3.2-1B shape, seq 2048, bf16; baseline vs Liger vs LoRA vs QLoRA, with and without
+# gradient checkpointing, on one GPU in < 8 min -> reports/gpu/. `make bench-gpu ARGS=--dry-run` proves it on CPU.
+bench-gpu: venv
+	$(PY) scripts/bench_gpu.py $(ARGS)
+
 # Regenerate the pins from the current venv (after changing requirements.in).
 lock: venv
 	$(PY) -m pip install --quiet -r requirements.in
