@@ -74,6 +74,8 @@ DEFAULTS: dict[str, Any] = {
             "vocab_sizes": [8000, 16000, 32000, 64000],
             "model_types": ["unigram", "bpe"],
             "affix_presplit": [False, True],
+            # the report's "best" tokenizer is chosen at this vocabulary size (None: tokenizer.vocab_size)
+            "select_vocab_size": None,
         },
     },
     # baseline tokenizers: {name: {path, hub, tiktoken}}; path is relative to the data root unless absolute

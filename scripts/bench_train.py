@@ -1,7 +1,7 @@
 """Side-by-side throughput and peak memory of full training, LoRA and QLoRA on one model (default: the params'
 model, e.g. the tiny preset), each run in its own process, methods interleaved over several rounds.
 
-    AZLLM_DATA_ROOT=/work/shared python scripts/bench_train.py params/train.yaml --rounds 3 --steps 25
+    AZLLM_DATA_ROOT=/work/shared python scripts/bench_train.py params/default.yaml --rounds 3 --steps 25
 
 Prints, per method: median tokens/s and step time over the rounds (the first ``train.timing_warmup_steps`` steps
 of each run left out), the largest peak RSS (Linux VmHWM of the run's process since training began; CUDA max

@@ -130,7 +130,7 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     from azllm.report import run_report
 
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
-    run_dir, ok = run_report(ROOT / "params" / "benchmark.tiny.yaml", reports_dir=tmp_path,
+    run_dir, ok = run_report(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path,
                              notebooks=["04_benchmark"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["benchmark"]

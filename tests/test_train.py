@@ -187,7 +187,7 @@ def test_notebook_03_runs_under_papermill(tmp_path):
     env_art = os.environ.get("AZLLM_ARTIFACTS")
     os.environ["AZLLM_ARTIFACTS"] = str(tmp_path / "art")
     try:
-        run_dir, ok = run_report(REPO / "params" / "train.tiny.yaml", reports_dir=tmp_path / "reports",
+        run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
                                  notebooks=["03_train"])
     finally:
         if env_art is None:

@@ -79,9 +79,9 @@ boundary that the inventory predicts.
 first_eval = next(iter(evals))
 fig = plots.fertility_vs_vocab(rows, first_eval, trained=set(trained))
 """),
-    ("md", "## Our best tokenizer at the run's vocabulary size against every baseline"),
+    ("md", "## Our best tokenizer at the selected vocabulary size against every baseline"),
     ("code", """
-vs = P["tokenizer"]["vocab_size"]
+vs = P["tokenizer"]["sweep"]["select_vocab_size"] or P["tokenizer"]["vocab_size"]
 best = metrics.best_variant(rows, first_eval, vocab_size=vs, among=set(trained))
 fig = plots.best_vs_baselines(rows, first_eval, [best["tokenizer"], *baselines], highlight=best["tokenizer"], target=1.40)
 summary = {"best": best["tokenizer"], "best_vocab_size": vs, "best_fertility": best["fertility"],
