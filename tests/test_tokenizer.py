@@ -136,7 +136,10 @@ def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
         baseline_spec({"path": "tokenizers/nope"}, tmp_path)
     assert baseline_spec({"path": "tokenizers/nope", "hub": "org/name"}, tmp_path) == "org/name"
     # a hub id goes through AutoTokenizer.from_pretrained; offline it fails with a clear message
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import time
     with pytest.raises(TokenizerError, match="Hugging Face Hub"):
         load_tokenizer("azllm-test/does-not-exist")
 
