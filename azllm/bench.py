@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from . import memory as mem
-from .utils import atomic_write_json
+from .utils import atomic_write_json, reset_peak_rss
 
 __all__ = ["run_variant", "run_benchmark", "make_job", "prepare_tokens", "oom_probe", "summary_table",
            "prediction_table", "cost_table", "fit_table", "plot_bars", "plot_predicted", "record_all"]
@@ -288,14 +288,6 @@ def _proc_status() -> dict:
     return out
 
 
-def _reset_hwm() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def _is_oom(e: BaseException) -> bool:
     if isinstance(e, MemoryError):
         return True
@@ -408,7 +400,7 @@ def _child(job: dict) -> dict:
         torch.cuda.empty_cache()
     st = _proc_status()
     res["baseline_mb"] = st["VmRSS"] / MB
-    res["hwm_reset"] = _reset_hwm()
+    res["hwm_reset"] = reset_peak_rss()
     if cuda:
         torch.cuda.init()
         torch.cuda.reset_peak_memory_stats()
@@ -460,7 +452,7 @@ def _child(job: dict) -> dict:
                     torch.cuda.synchronize()
                     torch.cuda.reset_peak_memory_stats()
                 else:
-                    _reset_hwm()
+                    reset_peak_rss()
                 win = {"t0": time.perf_counter(), "steps": []}
             if cuda:
                 torch.cuda.synchronize()

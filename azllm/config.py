@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DEFAULTS", "ParamsError", "load_params", "params_hash", "data_root", "artifacts_dir"]
+__all__ = ["DEFAULTS", "ParamsError", "load_params", "deep_update", "params_hash", "data_root", "artifacts_dir"]
 
 DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
 ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
@@ -290,15 +290,16 @@ def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -
         if not isinstance(given, dict):
             raise ParamsError(f"{path}: the top level must be a mapping")
     if overrides:
-        given = _deep_update(copy.deepcopy(given), overrides)
+        given = deep_update(copy.deepcopy(given), overrides)
     _check_secrets(given)
     return _merge(DEFAULTS, given, "")
 
 
-def _deep_update(base: dict, upd: dict) -> dict:
+def deep_update(base: dict, upd: dict) -> dict:
+    """Lay ``upd`` over ``base`` in place, recursing into dicts present in both; returns ``base``."""
     for k, v in upd.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict):
-            _deep_update(base[k], v)
+            deep_update(base[k], v)
         else:
             base[k] = v
     return base

@@ -39,7 +39,7 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 __all__ = ["Variant", "parse_variant", "shape_of", "parameter_count", "layer_activation_bytes", "predict_memory",

@@ -63,7 +63,6 @@ import os
 import re
 import struct
 import sys
-import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -739,17 +738,7 @@ def _bench_child(cfg: dict) -> dict:
 
     from .tokenizer import load_tokenizer
 
-    def rss() -> float:
-        """Peak RSS (MiB) of this process image: ``VmHWM`` of ``/proc/self/status``. ``getrusage``'s ru_maxrss
-        is kept across fork + exec on Linux, so in a child it can report the parent's size; VmHWM starts afresh
-        at exec. Elsewhere, ``getrusage``."""
-        try:
-            for line in Path("/proc/self/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from .utils import peak_rss_mb as rss  # VmHWM: a fresh child's own peak, not its parent's
 
     variant, scale, out = cfg["variant"], int(cfg["scale"]), Path(cfg["out"])
     tok = load_tokenizer(cfg["encoder_tokenizer"] if variant == "c" else cfg["tokenizer"])

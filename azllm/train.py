@@ -55,7 +55,7 @@ import numpy as np
 import torch
 
 from .config import artifacts_dir, data_root, load_params
-from .utils import atomic_write_json, peak_rss_mb, seed_everything
+from .utils import atomic_write_json, peak_rss_mb, reset_peak_rss, seed_everything, vm_hwm_mb
 
 __all__ = ["run_training", "prepare_data", "build_training_model", "ThroughputCallback", "SafetyCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "compare_methods",
@@ -165,28 +165,6 @@ def _trainer_callback_base():
     return TrainerCallback
 
 
-def _reset_peak_rss() -> bool:
-    """Reset this process's RSS high-water mark (Linux ``/proc/self/clear_refs`` "5"); False where unsupported."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _vm_hwm_mb() -> float | None:
-    """This process's RSS high-water mark (``VmHWM``, Linux) in MiB, or None. Unlike ``ru_maxrss`` it is not
-    inherited from the parent process, so a child's figure is its own."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
 class ThroughputCallback(_trainer_callback_base()):
     """Tokens/s (after ``warmup_steps``, without eval/save intervals), step time and peak memory of a run.
 
@@ -216,7 +194,7 @@ class ThroughputCallback(_trainer_callback_base()):
     def on_train_begin(self, args, state, control, **kw):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
-        self._hwm_reset = _reset_peak_rss()
+        self._hwm_reset = reset_peak_rss()
         self._last = self._now()
         self._start_step = state.global_step
 
@@ -247,7 +225,7 @@ class ThroughputCallback(_trainer_callback_base()):
                "step_time_s": float(np.median(t)) if t else None,
                "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
                "peak_rss_mb": round(self.peak_rss, 1), "process_peak_rss_mb": round(peak_rss_mb(), 1)}
-        hwm = _vm_hwm_mb()
+        hwm = vm_hwm_mb()
         if hwm is not None and getattr(self, "_hwm_reset", False):
             out["peak_rss_mb"] = round(max(hwm, self.peak_rss), 1)
         if self.cuda:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_write_json", "seed_everything", "machine_info",
-           "package_versions", "git_commit", "peak_rss_mb", "progress", "PACKAGES"]
+           "package_versions", "git_commit", "peak_rss_mb", "vm_hwm_mb", "reset_peak_rss", "progress", "PACKAGES"]
 
 PACKAGES = ["azllm", "torch", "transformers", "accelerate", "liger-kernel", "triton", "peft", "bitsandbytes",
             "sentencepiece", "tokenizers", "tiktoken", "datasets", "numpy", "papermill", "nbconvert", "matplotlib"]
@@ -126,11 +126,11 @@ def git_commit(repo: str | os.PathLike | None = None) -> str | None:
         return None
 
 
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MiB.
+def vm_hwm_mb() -> float | None:
+    """This process's RSS high-water mark in MiB (``VmHWM`` of ``/proc/self/status``, Linux), or None elsewhere.
 
-    Linux: ``VmHWM`` of ``/proc/self/status``. (``getrusage``'s ``ru_maxrss`` is inherited across ``fork``, so a
-    fresh child can report its parent's peak.) Elsewhere: ``ru_maxrss``.
+    Unlike ``getrusage``'s ``ru_maxrss``, which is inherited across ``fork`` (a fresh child can report its
+    parent's peak), ``VmHWM`` belongs to this process image and can be reset with :func:`reset_peak_rss`.
     """
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -138,6 +138,24 @@ def peak_rss_mb() -> float:
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (``/proc/self/clear_refs`` "5", Linux); False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB: :func:`vm_hwm_mb`, else ``ru_maxrss``."""
+    hwm = vm_hwm_mb()
+    if hwm is not None:
+        return hwm
     import resource
     import sys
 

@@ -38,15 +38,6 @@ DRY_RUN = {
 }
 
 
-def _deep_update(base: dict, upd: dict) -> dict:
-    for k, v in upd.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            _deep_update(base[k], v)
-        else:
-            base[k] = v
-    return base
-
-
 def markdown_table(metrics: dict) -> str:
     """The measured table of the run (from its metrics.json) as Markdown, for a closing note."""
     rows = metrics["metrics"]["benchmark"]["variants"]
@@ -75,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="same path on CPU with a tiny shape")
     args = ap.parse_args(argv)
 
-    from azllm.config import ParamsError, load_params
+    from azllm.config import ParamsError, deep_update, load_params
     from azllm.report import run_report
 
     raw = yaml.safe_load(Path(args.params).read_text(encoding="utf-8")) or {}
     if args.dry_run:
-        raw = _deep_update(raw, json.loads(json.dumps(DRY_RUN)))
+        raw = deep_update(raw, json.loads(json.dumps(DRY_RUN)))
     else:
         import torch
 

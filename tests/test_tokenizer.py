@@ -1,5 +1,4 @@
 import hashlib
-import os
 from pathlib import Path
 
 import pytest

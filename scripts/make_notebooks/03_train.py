@@ -57,7 +57,7 @@ ok, why = liger_available()
 asked = [k for k, v in P["model"]["liger"].items() if v]
 print(f"Liger kernels requested: {asked or 'none'}; available: {ok} ({why})")
 """)
-md(f"""
+md("""
 ## Main run
 
 `train.method` from the params, from scratch (or from `model.base` with the tokenizer swapped in). It resumes
@@ -157,6 +157,8 @@ with pd.option_context("display.max_colwidth", None):
 nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "azllm", "display_name": "Python (azllm)",
                                                         "language": "python"},
                                          "language_info": {"name": "python"}})
+for i, c in enumerate(nb.cells):  # stable ids: regenerating gives the same file
+    c["id"] = f"cell-{i:02d}"
 out = Path(__file__).resolve().parents[2] / "notebooks" / "03_train.ipynb"
 nbformat.write(nb, str(out))
 print(out)

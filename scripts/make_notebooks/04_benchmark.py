@@ -2,8 +2,7 @@
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from _nb import write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,22 +143,7 @@ print("recorded to metrics.json: section 'benchmark'")
 ]
 
 
-def build() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "azllm", "display_name": "Python (azllm)", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for kind, src in CELLS:
-        src = src.strip("\n")
-        if kind == "md":
-            nb.cells.append(new_markdown_cell(src))
-        elif kind == "params":
-            nb.cells.append(new_code_cell(src, metadata={"tags": ["parameters"]}))
-        else:
-            nb.cells.append(new_code_cell(src))
-    return nb
-
-
 if __name__ == "__main__":
     out = ROOT / "notebooks" / "04_benchmark.ipynb"
-    nbformat.write(build(), str(out))
+    write(out, CELLS)
     print("wrote", out)
