@@ -182,7 +182,7 @@ def run_benchmark(P: dict, out_dir: str | os.PathLike | None = None, *, progress
     ``{"config": shape, "tokens": description, "device": ..., "results": [result, ...]}``, each result carrying
     the memory model's prediction (``predicted``). Also written to ``<out_dir>/benchmark.json``.
     """
-    from tqdm import tqdm
+    from .utils import progress as tqdm
 
     from .config import artifacts_dir
 

@@ -125,11 +125,17 @@ def _render_html(nb_path: Path, html_path: Path, show_code: bool) -> None:
 
     nb = nbformat.read(str(nb_path), as_version=4)
     for cell in (c for c in nb.cells if c.cell_type == "code"):
+        merged: list = []  # consecutive stream chunks of one name become one output, then progress is compacted
         for out in cell.get("outputs", []):
+            if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                    and merged[-1].get("name") == out.get("name")):
+                merged[-1]["text"] += out["text"]
+            else:
+                merged.append(out)
+        for out in merged:
             if out.get("output_type") == "stream" and out.get("name") == "stderr":
                 out["text"] = compact_progress(out["text"])
-        cell["outputs"] = [o for o in cell.get("outputs", []) if not (o.get("output_type") == "stream"
-                                                                       and not o.get("text"))]
+        cell["outputs"] = [o for o in merged if not (o.get("output_type") == "stream" and not o.get("text"))]
     exporter = HTMLExporter(exclude_input=not show_code, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
     atomic_write_text(html_path, body)

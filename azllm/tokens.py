@@ -343,7 +343,7 @@ def encode_corpus(
             raise TokenFileError("empty corpus: no non-empty document to encode")
         encode, backend = _chunk_encoder(tokenizer, first[:32])
         if progress:
-            from tqdm import tqdm
+            from .utils import progress as tqdm
 
             bar = tqdm(desc=f"encoding -> {out_dir.name}", unit="tok", unit_scale=True, smoothing=0.1,
                        file=sys.stderr)
@@ -897,7 +897,7 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     bar = None
     if progress:
-        from tqdm import tqdm
+        from .utils import progress as tqdm
 
         bar = tqdm(total=len(jobs) * repeats, desc="benchmark", unit="run", file=sys.stderr)
     for _ in range(repeats):
