@@ -28,7 +28,7 @@ from .morph import suffix_boundaries
 from .text import alpha_words
 
 __all__ = ["tokenizer_metrics", "word_prefix", "token_boundaries", "morph_alignment", "roundtrip_failures",
-           "pieces", "evaluate"]
+           "pieces", "evaluate", "best_variant", "segmentations", "affix_comparison", "export_checks"]
 
 _CALIBRATION = ["evlərimizdən", "Azərbaycan", "kitablar", "universitetində", "gəldik", "və", "Bakı", "təhsil"]
 
@@ -210,3 +210,27 @@ def segmentations(tokenizers: dict, words: list[str]) -> dict[str, dict[str, str
             out[w][name] = " · ".join(p.replace("▁", "_").replace("Ġ", "_") for p in pieces(tok, ids)) + \
                 f"  ({len(ids)})"
     return out
+
+
+def affix_comparison(rows: list[dict], eval_set: str, names: Iterable[str]) -> list[dict]:
+    """For every variant that was trained with and without the affix pre-split (``X`` and ``X-affix``), the
+    fertility and morph alignment of both on ``eval_set``: what the pre-split buys and what it costs."""
+    by = {r["tokenizer"]: r for r in rows if r["eval_set"] == eval_set}
+    out = []
+    for name in names:
+        if name.endswith("-affix") or name + "-affix" not in by or name not in by:
+            continue
+        a, b = by[name], by[name + "-affix"]
+        out.append({"variant": name, "fertility": a["fertility"], "fertility_affix": b["fertility"],
+                    "morph_recall": a["morph_recall"], "morph_recall_affix": b["morph_recall"],
+                    "morph_precision": a["morph_precision"], "morph_precision_affix": b["morph_precision"]})
+    return out
+
+
+def export_checks(tok, folder, sets: dict[str, list[str]]) -> dict[str, dict]:
+    """Per set of lines: lossless round trip failures of ``tok`` and id mismatches of the Hugging Face export in
+    ``folder`` (see :func:`azllm.tokenizer.hf_id_mismatches`)."""
+    from .tokenizer import hf_id_mismatches
+
+    return {name: {"lines": len(lines), "roundtrip_failures": roundtrip_failures(tok, lines)[0],
+                   "hf_id_mismatches": hf_id_mismatches(folder, lines)} for name, lines in sets.items()}

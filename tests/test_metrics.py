@@ -104,3 +104,14 @@ def test_best_variant_requires_lossless_round_trip():
 def test_segmentations_show_pieces(data_root):
     seg = segmentations({"gpt2": load_tokenizer(data_root / "tokenizers/gpt2")}, ["evlərimizdən"])
     assert seg["evlərimizdən"]["gpt2"].endswith(")")
+
+
+def test_affix_comparison_pairs_variants():
+    from azllm.metrics import affix_comparison
+
+    row = lambda n, f, r: {"tokenizer": n, "eval_set": "f", "fertility": f, "morph_recall": r,  # noqa: E731
+                           "morph_precision": r / 2}
+    rows = [row("bpe-8k", 1.5, 0.1), row("bpe-8k-affix", 1.8, 0.5), row("bpe-16k", 1.4, 0.1)]
+    out = affix_comparison(rows, "f", ["bpe-8k", "bpe-8k-affix", "bpe-16k"])
+    assert out == [{"variant": "bpe-8k", "fertility": 1.5, "fertility_affix": 1.8, "morph_recall": 0.1,
+                    "morph_recall_affix": 0.5, "morph_precision": 0.05, "morph_precision_affix": 0.25}]

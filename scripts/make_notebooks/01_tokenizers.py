@@ -98,22 +98,17 @@ For the best tokenizer, on every dev line: `decode(encode(x)) == x` for the norm
 loaded with `transformers.AutoTokenizer` (offline) gives exactly the SentencePiece ids.
 """),
     ("code", """
-best_tok = trained[best["tokenizer"]]
-checks = {}
-for ev, lines in {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}}.items():
-    bad, examples = metrics.roundtrip_failures(best_tok, lines)
-    checks[ev] = {"lines": len(lines), "roundtrip_failures": bad,
-                  "hf_id_mismatches": tokenizer.hf_id_mismatches(trained_paths[best["tokenizer"]], lines)}
+checks = metrics.export_checks(trained[best["tokenizer"]], trained_paths[best["tokenizer"]],
+                               {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}})
 summary["checks"] = checks
 report.record(out_dir, "tokenizers", summary)
 display(pd.DataFrame(checks).T)
 """),
     ("md", "## How the tokenizers cut long words\nPieces separated by `·`; `_` marks a word start; the token count in brackets."),
     ("code", """
-show = [best["tokenizer"], best["tokenizer"] + "-affix" if not best["tokenizer"].endswith("-affix") else best["tokenizer"][:-6],
-        *baselines]
-show = [s for s in show if s in {**trained, **baselines}]
-seg = metrics.segmentations({s: {**trained, **baselines}[s] for s in show}, P["report"]["long_words"])
+every = {**trained, **baselines}
+shown = [n for n in (best["tokenizer"], best["tokenizer"] + "-affix", *baselines) if n in every]
+seg = metrics.segmentations({n: every[n] for n in shown}, P["report"]["long_words"])
 report.record(out_dir, "tokenizers", {"segmentations": seg})
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(seg))
@@ -125,15 +120,7 @@ word-internal token boundaries that are predicted suffix boundaries. The pre-spl
 more tokens per word.
 """),
     ("code", """
-pairs = []
-for name in trained:
-    if name.endswith("-affix") or name + "-affix" not in trained:
-        continue
-    a = next(r for r in rows if r["tokenizer"] == name and r["eval_set"] == first_eval)
-    b = next(r for r in rows if r["tokenizer"] == name + "-affix" and r["eval_set"] == first_eval)
-    pairs.append({"variant": name, "fertility": a["fertility"], "fertility_affix": b["fertility"],
-                  "morph_recall": a["morph_recall"], "morph_recall_affix": b["morph_recall"],
-                  "morph_precision": a["morph_precision"], "morph_precision_affix": b["morph_precision"]})
+pairs = metrics.affix_comparison(rows, first_eval, trained)
 report.record(out_dir, "tokenizers", {"affix_presplit": pairs})
 display(pd.DataFrame(pairs).set_index("variant").style.format(precision=3))
 """),
