@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-__all__ = ["fertility_vs_vocab", "best_vs_baselines"]
+__all__ = ["fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars"]
 
 
 def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility", trained: set[str] | None = None):
@@ -51,5 +51,41 @@ def best_vs_baselines(rows: list[dict], eval_set: str, names: list[str], highlig
     ax.set_xlabel(f"{metric.replace('_', ' ')} on {eval_set}")
     ax.set_title(f"Tokens per word on {eval_set}: trained vs baselines" if metric == "fertility" else metric)
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(curves: dict, train_bytes_per_token: float):
+    """Loss and bits per byte against steps: the logged training loss and every evaluated set.
+
+    The training bpb is approximate (``loss / ln 2 / train_bytes_per_token``); the evaluations' bpb is exact.
+    """
+    import math
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    tr = curves["train"]
+    steps = [p["step"] for p in tr]
+    axes[0].plot(steps, [p["loss"] for p in tr], label="train", alpha=0.8)
+    axes[1].plot(steps, [p["loss"] / math.log(2) / train_bytes_per_token for p in tr], label="train (approx.)",
+                 alpha=0.8)
+    for name, pts in curves["eval"].items():
+        axes[0].plot([p["step"] for p in pts], [p["loss"] for p in pts], marker="o", label=name)
+        axes[1].plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", label=name)
+    axes[0].set(xlabel="step", ylabel="loss (nats / token)", title="loss")
+    axes[1].set(xlabel="step", ylabel="bits per byte", title="bits per byte")
+    for a in axes:
+        a.legend()
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def method_bars(rows: list[dict], metrics: tuple[str, ...] = ("tokens_per_s", "peak_rss_mb")):
+    """One bar chart per metric, one bar per method (rows of :func:`azllm.train.compare_rows`)."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.2))
+    for ax, m in zip(axes, metrics):
+        ax.bar([r["method"] for r in rows], [r[m] for r in rows])
+        ax.set_title(m.replace("_", " "))
+        ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

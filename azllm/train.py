@@ -57,7 +57,7 @@ import torch
 from .config import artifacts_dir, data_root, load_params
 from .utils import atomic_write_json, peak_rss_mb, reset_peak_rss, seed_everything, vm_hwm_mb
 
-__all__ = ["run_training", "prepare_data", "build_training_model", "ThroughputCallback", "SafetyCallback",
+__all__ = ["run_training", "run_summary", "compare_rows", "prepare_data", "build_training_model", "ThroughputCallback", "SafetyCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "compare_methods",
            "latest_checkpoint", "load_trained", "generate", "precision_flags", "METHODS"]
 
@@ -571,6 +571,42 @@ def generate(model, tokenizer, prompts: list[str], *, max_new_tokens: int = 40, 
                                   **kw)
             row[mode] = tokenizer.decode(outp[0, ids.shape[1]:].tolist()).replace("</s>", " ⏎ ")
         rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- report rows
+
+def run_summary(result: dict) -> dict:
+    """The numbers of one :func:`run_training` result that the report shows and records, flat: method, parameters,
+    steps, time, tokens/s, step time, peak memory (RSS; CUDA allocated/reserved on a GPU), Liger flags, the first
+    evaluated val loss and the final loss/ppl/bpb of every eval set (``final_<set>_<metric>``)."""
+    thr = result["throughput"]
+    ev = result["curves"]["eval"]
+    out = {"method": result["method"], "source": result["source"],
+           "main_parameters": result["parameters"]["total"], "main_trainable": result["parameters"]["trainable"],
+           "main_steps": result["steps"], "train_seconds": round(result["seconds"], 1),
+           "tokens_per_s": round(thr["tokens_per_s"] or 0, 1), "step_time_s": thr["step_time_s"],
+           "peak_rss_mb": thr["peak_rss_mb"],
+           **{k: thr[k] for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb") if k in thr},
+           "liger_requested": result["liger"]["requested"], "liger_applied": result["liger"]["applied"],
+           "liger_reason": result["liger"]["reason"]}
+    if ev.get("val"):
+        out.update(first_val_loss=ev["val"][0]["loss"], first_val_step=ev["val"][0]["step"])
+    out.update({f"final_{name}_{m}": v for name, f in result["final"].items() for m, v in f.items()})
+    return out
+
+
+def compare_rows(runs: list[dict]) -> list[dict]:
+    """One row per comparison run (:func:`compare_methods`): trainable/total parameters, tokens/s, step time,
+    peak memory and the final val loss and bpb."""
+    rows = []
+    for r in runs:
+        t = r["throughput"]
+        rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
+                     "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
+                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
+                     **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
+                     "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
     return rows
 
 

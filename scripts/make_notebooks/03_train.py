@@ -22,9 +22,9 @@ negative log-likelihood (in bits) divided by the UTF-8 bytes of the text the pre
 counts as the one newline byte that separated documents). Perplexity is per token of *this* tokenizer.
 """)
 code("""
-import math, warnings
+import warnings
 import pandas as pd
-import matplotlib.pyplot as plt
+from azllm import plots
 from azllm.config import load_params
 from azllm.report import record, record_artifact
 from azllm import train as T
@@ -66,24 +66,10 @@ from its last complete checkpoint if it was interrupted, and is not re-trained w
 code("""
 main = T.run_training(P, tokenizer=tok, token_files={"train": data["train"], "val": data["val"]},
                       dev_files=data["dev"])
-thr = main["throughput"]
-ev = main["curves"]["eval"]
-first_val = ev["val"][0]["loss"]
-row = {"method": main["method"], "source": main["source"], "parameters": main["parameters"]["total"],
-       "trainable": main["parameters"]["trainable"], "steps": main["steps"], "train_seconds": round(main["seconds"], 1),
-       "tokens_per_s": round(thr["tokens_per_s"] or 0, 1), "step_time_s": thr["step_time_s"],
-       "peak_rss_mb": thr["peak_rss_mb"], "liger_applied": ", ".join(main["liger"]["applied"]) or "none"}
-for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb"):
-    if k in thr:
-        row[k] = thr[k]
-record(out_dir, "train", {"main_" + k if k in ("steps", "parameters", "trainable") else k: v
-                          for k, v in row.items() if k not in ("source", "method", "liger_applied")})
-record(out_dir, "train", {"method": main["method"], "liger_requested": main["liger"]["requested"],
-                          "liger_applied": main["liger"]["applied"], "liger_reason": main["liger"]["reason"],
-                          "first_val_loss": first_val, "first_val_step": ev["val"][0]["step"],
-                          **{f"final_{name}_{m}": v for name, f in main["final"].items() for m, v in f.items()}})
+row = T.run_summary(main)
+record(out_dir, "train", row)
 record_artifact(out_dir, "model", main["final_dir"])
-pd.DataFrame([row]).T.rename(columns={0: "main run"})
+pd.DataFrame([{k: v for k, v in row.items() if not k.startswith("final_")}]).T.rename(columns={0: "main run"})
 """)
 md("""
 ### Loss and bits per byte
@@ -92,19 +78,7 @@ Training loss (logged every `logging_steps`, averaged) and the evaluations on `v
 training bpb uses the average bytes per token of the training split (the evaluations' bpb is exact).
 """)
 code("""
-fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-tr = pd.DataFrame(main["curves"]["train"])
-axes[0].plot(tr["step"], tr["loss"], label="train", alpha=0.8)
-axes[1].plot(tr["step"], tr["loss"] / math.log(2) / bpt_train, label="train (approx.)", alpha=0.8)
-for name, pts in ev.items():
-    d = pd.DataFrame(pts)
-    axes[0].plot(d["step"], d["loss"], marker="o", label=name)
-    axes[1].plot(d["step"], d["bpb"], marker="o", label=name)
-axes[0].set(xlabel="step", ylabel="loss (nats / token)", title="loss")
-axes[1].set(xlabel="step", ylabel="bits per byte", title="bits per byte")
-for a in axes:
-    a.legend(); a.grid(alpha=0.3)
-plt.tight_layout(); plt.show()
+fig = plots.training_curves(main["curves"], bpt_train)
 pd.DataFrame({name: f for name, f in main["final"].items()}).T.round(4)
 """)
 md("""
@@ -119,21 +93,10 @@ methods = TP["compare"]
 if methods:
     runs = T.compare_methods(params_file, methods, base=main["final_dir"], max_steps=TP["compare_steps"],
                              lr=TP["compare_lr"])
-    rows = []
-    for r in runs:
-        t = r["throughput"]
-        rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
-                     "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
-                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
-                     **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
-                     "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
+    rows = T.compare_rows(runs)
+    record(out_dir, "train", {"compare": rows, "compare_steps": TP["compare_steps"]})
+    fig = plots.method_bars(rows)
     cmp = pd.DataFrame(rows).set_index("method")
-    record(out_dir, "train", {"compare": cmp.reset_index().to_dict(orient="records"),
-                              "compare_steps": TP["compare_steps"]})
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
-    cmp["tokens_per_s"].plot.bar(ax=axes[0], title="tokens/s")
-    cmp["peak_rss_mb"].plot.bar(ax=axes[1], title="peak RSS (MiB)")
-    plt.tight_layout(); plt.show()
     display(cmp)
 else:
     print("train.compare is empty: no comparison runs")
