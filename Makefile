@@ -1,4 +1,5 @@
-# Two commands: `make report` (all notebooks of PARAMS into reports/) and `make test`.
+# Two commands: `make report` (all notebooks of PARAMS into reports/) and `make test` (what CI runs).
+# `make test-fast` is the edit-test loop: neither slow tests nor those that need the full ../shared data.
 # Both create or update the project's virtual environment (.venv) with pip and register its Jupyter kernel.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,7 +10,7 @@ PARAMS ?= params/default.yaml
 AZLLM_DATA_ROOT ?= $(if $(wildcard ../shared/data),$(abspath ../shared),)
 export AZLLM_DATA_ROOT
 
-.PHONY: report test venv lock bench-gpu clean-reports
+.PHONY: report test test-fast notebooks venv lock bench-gpu clean-reports
 
 venv: $(VENV)/.azllm-installed
 
@@ -28,10 +29,17 @@ report: venv
 test: venv
 	$(PY) -m pytest -q
 
-# GPU benchmark (issue 5): Llama-3.2-1B shape, seq 2048, bf16; baseline vs Liger vs LoRA vs QLoRA, with and without
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow and not needs_shared"
+
+# After editing a notebook's text (notebooks/*.py, jupytext py:percent), refresh its paired .ipynb (a test checks).
+notebooks: venv
+	$(PY) -m jupytext --sync notebooks/*.py
+
+# GPU benchmark: Llama-3.2-1B shape, seq 2048, bf16; baseline vs Liger vs LoRA vs QLoRA, with and without
 # gradient checkpointing, on one GPU in < 8 min -> reports/gpu/. `make bench-gpu ARGS=--dry-run` proves it on CPU.
 bench-gpu: venv
-	$(PY) scripts/bench_gpu.py $(ARGS)
+	$(PY) -m azllm.bench.gpu $(ARGS)
 
 # Regenerate the pins from the current venv (after changing requirements.in).
 lock: venv

@@ -6,3 +6,10 @@ Data flows one way, one module per step:
 """
 
 __version__ = "0.1.0"
+
+import os as _os
+
+if _os.environ.get("AZLLM_LOG"):  # a report kernel: warnings and logging go to the run's log, not into the page
+    from .utils import route_warnings as _route_warnings
+
+    _route_warnings()

@@ -2,6 +2,8 @@
 
 Commands:
     run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
+    train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
+                                                                 one training run (also under torchrun/accelerate)
     lock-env                                                     write environment.yml from requirements.lock
 """
 
@@ -40,22 +42,45 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--show-code", action="store_true", default=None, help="show code cells in the HTML pages")
     r.add_argument("--only", nargs="+", help="run only these notebooks (names without .ipynb)")
     r.add_argument("--reports", default="reports", help="reports folder (default: reports)")
+    t = sub.add_parser("train", help="one training run of a params file; prints its results.json path")
+    t.add_argument("params")
+    t.add_argument("--method", choices=["full", "lora", "qlora"])
+    t.add_argument("--max-steps", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--base")
+    t.add_argument("--output-dir")
     sub.add_parser("lock-env", help="write environment.yml from requirements.lock")
     args = ap.parse_args(argv)
     if args.cmd == "lock-env":
-        from .report import REPO_ROOT
+        from .utils import REPO_ROOT
 
         _lock_env(REPO_ROOT)
         return 0
     from .config import ParamsError
-    from .report import run_report
 
     try:
-        _, ok = run_report(args.params, reports_dir=args.reports, notebooks=args.only, show_code=args.show_code)
+        return _train(args) if args.cmd == "train" else _report(args)
     except ParamsError as e:
         print(f"azllm: bad params: {e}", file=sys.stderr)
         return 2
+
+
+def _report(args) -> int:
+    from .report import run_report
+
+    _, ok = run_report(args.params, reports_dir=args.reports, notebooks=args.only, show_code=args.show_code)
     return 0 if ok else 1
+
+
+def _train(args) -> int:
+    """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank."""
+    from . import run
+
+    cfg = run.load(args.params)
+    r = run.train(cfg, run.prepare_data(cfg, progress=False), method=args.method, base=args.base,
+                  max_steps=args.max_steps, lr=args.lr, output_dir=args.output_dir)
+    print(Path(r["output_dir"]) / "results.json")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Data sources: local txt / jsonl / parquet files or a Hugging Face Hub dataset, read through one function.
 
-A source is a plain dict (the ``SOURCE`` schema of :mod:`azllm.config`)::
+A source is a plain dict (the fields of :class:`azllm.config.SourceConfig`)::
 
     {"path": "data/az/train/*.txt", "hub": "wikimedia/wikipedia", "config": "20231101.az",
      "split": "train", "text_field": "text", "max_bytes": 20_000_000, ...}
@@ -31,7 +31,7 @@ from typing import Iterator
 from .text import normalize as _normalize
 
 __all__ = ["DataError", "Resolved", "resolve_source", "iter_documents", "read_lines", "file_sha256",
-           "describe"]
+           "source_lines"]
 
 
 class DataError(ValueError):
@@ -63,12 +63,8 @@ class Resolved:
         return {str(f): file_sha256(f) for f in self.files}
 
 
-def describe(resolved: Resolved) -> str:
-    return resolved.describe()
-
-
 def resolve_source(spec: dict, root: Path | None) -> Resolved:
-    """Resolve a source dict against the data root.
+    """Resolve a source dict (``SourceConfig.model_dump()``) against the data root.
 
     >>> r = resolve_source({"path": "/etc/hostname"}, None)
     >>> r.kind, r.files[0].name
@@ -201,31 +197,9 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def load_eval_sets(params: dict, root: Path | None) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]],
-                                                             dict[str, Resolved]]:
-    """Read the eval sets and line-parallel pairs of a run (normalized lines, order kept).
-
-    Returns ``(eval_sets, parallel, resolved)``; ``resolved`` maps each input's name to its :class:`Resolved`, for
-    the sha256s in the report. Parallel sides must have the same number of lines.
-    """
-    evals, par, res = {}, {}, {}
-    for name, spec in params["data"]["eval"].items():
-        r = resolve_source(spec, root)
-        res[f"eval.{name}"] = r
-        evals[name] = list(iter_documents(r))
-    for name, pair in params["data"]["parallel"].items():
-        ra, re_ = resolve_source(pair["az"], root), resolve_source(pair["en"], root)
-        res[f"parallel.{name}.az"], res[f"parallel.{name}.en"] = ra, re_
-        # keep empty lines while reading, so that the two sides stay aligned line by line
-        az = [_normalize(t) for t in _iter_capped(ra)]
-        en = [_normalize(t) for t in _iter_capped(re_)]
-        if len(az) != len(en):
-            raise DataError(f"parallel set {name!r}: {len(az)} Azerbaijani lines but {len(en)} English lines")
-        par[name] = (az, en)
-    return evals, par, res
-
-
-def _iter_capped(r: Resolved) -> list[str]:
+def source_lines(r: Resolved) -> list[str]:
+    """Every line (record) of a source in order, empty ones kept, capped by ``max_lines`` only: the sides of a
+    line-parallel set stay aligned line by line. Not normalized."""
     out = []
     for origin in (r.files if r.kind == "files" else [None]):
         it = _iter_file(origin, r.text_field) if origin is not None else _iter_hub(r)

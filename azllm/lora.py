@@ -29,10 +29,10 @@ import warnings
 
 import torch
 
-__all__ = ["quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "make_optimizer",
-           "OPTIMIZERS", "QuantError"]
+from .utils import OPTIMIZERS
 
-OPTIMIZERS = ("adamw", "adamw_8bit", "paged_adamw_8bit")
+__all__ = ["quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "make_optimizer",
+           "QuantError"]
 
 
 class QuantError(RuntimeError):
@@ -43,8 +43,8 @@ def _default_device_map():
     return {"": 0} if torch.cuda.is_available() else {"": "cpu"}
 
 
-def quantize_model(model_or_config, bits: int = 4, *, double_quant: bool = True, quant_type: str = "nf4",
-                   compute_dtype: torch.dtype = torch.bfloat16, device_map=None):
+def quantize_model(model_or_config, bits: int, *, double_quant: bool, quant_type: str,
+                   compute_dtype: torch.dtype, device_map=None):
     """A bitsandbytes-quantized copy of a model (4-bit NF4/FP4 or 8-bit), ready for QLoRA.
 
     ``model_or_config``: a ``PreTrainedModel`` (its current weights are quantized, e.g. a randomly initialised
@@ -53,7 +53,8 @@ def quantize_model(model_or_config, bits: int = 4, *, double_quant: bool = True,
     the code path users take with a real base model; an in-memory model is saved to a temporary safetensors folder
     for that. The CPU repack guard is applied (see the module docstring).
 
-    >>> q = quantize_model(build_model(model_config("tiny", 1000), seed=0), bits=4)  # doctest: +SKIP
+    >>> q = quantize_model(build_model(model_config("tiny", 1000), seed=0), bits=4, double_quant=True,
+    ...                    quant_type="nf4", compute_dtype=torch.bfloat16)  # doctest: +SKIP
     >>> type(q.model.layers[0].self_attn.q_proj).__name__  # doctest: +SKIP
     'Linear4bit'
     """
@@ -89,10 +90,8 @@ def quantize_model(model_or_config, bits: int = 4, *, double_quant: bool = True,
 
 
 def _linear4bit_modules(model):
-    try:
-        import bitsandbytes as bnb
-    except ImportError:
-        return []
+    import bitsandbytes as bnb
+
     return [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
 
 
@@ -119,13 +118,16 @@ def check_not_repacked(model) -> None:
             "azllm.lora.quantize_model, which applies the guard, and train/evaluate only after that.")
 
 
-def apply_lora(model, *, r: int = 16, alpha: int = 32, dropout: float = 0.05, use_rslora: bool = False,
-               target_modules="all-linear", kbit: bool | None = None, gradient_checkpointing: bool = False):
+def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = False,
+               target_modules="all-linear", kbit: bool | None = None, gradient_checkpointing: bool = False,
+               liger_flce: bool = False):
     """Wrap ``model`` in a peft ``PeftModel`` with a LoRA adapter (base weights frozen).
 
     ``target_modules``: ``"all-linear"`` (every linear layer but the output layer) or a list of module names.
     ``kbit``: run ``prepare_model_for_kbit_training`` (layer norms to fp32, input grads for checkpointing); None:
     when the model is 4/8-bit quantized. ``use_rslora``: scale by ``alpha/sqrt(r)`` instead of ``alpha/r``.
+    ``liger_flce``: Liger's fused linear cross-entropy was applied to ``model`` (see the module docstring): an
+    explicit ``lm_head`` target is then dropped with a warning.
 
     >>> peft_model = apply_lora(build_model(model_config("tiny", 1000)), r=8, alpha=16)  # doctest: +SKIP
     >>> peft_model.print_trainable_parameters()  # doctest: +SKIP
@@ -137,8 +139,7 @@ def apply_lora(model, *, r: int = 16, alpha: int = 32, dropout: float = 0.05, us
         kbit = quantized
     if not isinstance(target_modules, str):
         target_modules = list(target_modules)
-        liger = getattr(model, "azllm_liger", None) or {}
-        if "fused_linear_cross_entropy" in liger.get("applied", []) and "lm_head" in target_modules:
+        if liger_flce and "lm_head" in target_modules:
             warnings.warn("LoRA target 'lm_head' DROPPED: Liger's fused linear cross-entropy reads lm_head.weight "
                           "directly and would silently ignore an adapter on it", stacklevel=2)
             target_modules = [t for t in target_modules if t != "lm_head"]
@@ -152,21 +153,17 @@ def apply_lora(model, *, r: int = 16, alpha: int = 32, dropout: float = 0.05, us
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     cfg = LoraConfig(r=int(r), lora_alpha=int(alpha), lora_dropout=float(dropout), use_rslora=bool(use_rslora),
                      target_modules=target_modules, bias="none", task_type="CAUSAL_LM")
-    peft_model = get_peft_model(model, cfg)
-    for attr in ("azllm_liger", "azllm_swap"):
-        if hasattr(model, attr):
-            setattr(peft_model, attr, getattr(model, attr))
-    return peft_model
+    return get_peft_model(model, cfg)
 
 
-def make_optimizer(model, name: str = "adamw", lr: float = 3e-4, weight_decay: float = 0.1,
-                   betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8) -> torch.optim.Optimizer:
+def make_optimizer(model, name: str, *, lr: float, weight_decay: float, betas: tuple[float, float],
+                   eps: float = 1e-8) -> torch.optim.Optimizer:
     """An optimizer over the trainable parameters: ``"adamw"`` (torch), ``"adamw_8bit"`` or ``"paged_adamw_8bit"``
     (bitsandbytes; on CPU the paged one falls back to plain 8-bit AdamW, as bitsandbytes warns). Weight decay
     applies to matrices only (>= 2-D: linear and embedding weights), not to norms and biases, as in nanoGPT /
     Llama. bitsandbytes keeps 8-bit state only for tensors of >= 4096 elements.
 
-    >>> opt = make_optimizer(model, "adamw_8bit", lr=1e-3)  # doctest: +SKIP
+    >>> opt = make_optimizer(model, "adamw_8bit", lr=1e-3, weight_decay=0.1, betas=(0.9, 0.95))  # doctest: +SKIP
     """
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:

@@ -42,14 +42,14 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .utils import LIGER_KERNELS, OPTIMIZERS
+
 __all__ = ["Variant", "parse_variant", "shape_of", "parameter_count", "layer_activation_bytes", "predict_memory",
-           "max_batch", "fit_plan", "cost_per_billion_tokens", "DTYPE_BYTES", "LIGER_KERNELS", "GB", "GiB", "act_bytes"]
+           "max_batch", "fit_plan", "cost_per_billion_tokens", "DTYPE_BYTES", "GB", "GiB", "act_bytes"]
 
 GB = 10**9
 GiB = 2**30
-DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
-LIGER_KERNELS = ("rope", "rms_norm", "swiglu", "fused_linear_cross_entropy", "cross_entropy")
-OPTIMIZERS = ("adamw", "adamw_8bit", "paged_adamw_8bit")
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 _BNB_MIN_8BIT_SIZE = 4096
 _BNB_OPT_BLOCK = 256
 _NF4_BLOCK = 64

@@ -42,8 +42,10 @@ from pathlib import Path
 
 import torch
 
+from .utils import LIGER_KERNELS
+
 __all__ = ["PRESETS", "model_config", "build_model", "count_parameters", "load_base_with_tokenizer_swap",
-           "swap_tokenizer_embeddings", "LIGER_KERNELS", "liger_available", "apply_liger", "LigerError"]
+           "swap_tokenizer_embeddings", "liger_available", "apply_liger", "LigerError"]
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +277,7 @@ def load_base_with_tokenizer_swap(base: str | os.PathLike, base_tokenizer, new_t
 
     ``base_tokenizer`` / ``new_tokenizer``: a :class:`azllm.tokenizer.Tok` or any spec ``load_tokenizer`` takes
     (folder, hub id, ...). Weights load from safetensors only and ``trust_remote_code`` is never set, so no pickle
-    and no remote code runs. The swap report is stored in ``model.azllm_swap``.
+    and no remote code runs. Returns ``(model, counts)``, the counts of :func:`swap_tokenizer_embeddings`.
 
     >>> m = load_base_with_tokenizer_swap("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B",
     ...                                   "artifacts/default/tokenizer")  # doctest: +SKIP
@@ -288,13 +290,10 @@ def load_base_with_tokenizer_swap(base: str | os.PathLike, base_tokenizer, new_t
     except Exception as e:
         raise ValueError(f"could not load base model {str(base)!r} (safetensors, no remote code): {e}") from e
     counts = swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, init=init)
-    model.azllm_swap = counts
-    return model
+    return model, counts
 
 
 # --------------------------------------------------------------------------------------------------- liger
-
-LIGER_KERNELS = ("rope", "rms_norm", "swiglu", "fused_linear_cross_entropy", "cross_entropy")
 
 
 def liger_available(allow_interpreter: bool = False) -> tuple[bool, str]:
@@ -303,11 +302,6 @@ def liger_available(allow_interpreter: bool = False) -> tuple[bool, str]:
     >>> ok, why = liger_available()  # on a CPU-only machine:  # doctest: +SKIP
     (False, 'no CUDA device: Liger Kernel needs a GPU for its Triton kernels; training runs without them')
     """
-    try:
-        import liger_kernel  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError as e:
-        return False, f"liger-kernel or triton is not installed ({e}); training runs without Liger"
     if torch.cuda.is_available():
         return True, f"CUDA device {torch.cuda.get_device_name(0)}"
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -326,8 +320,9 @@ def apply_liger(model, kernels, *, allow_interpreter: bool = False) -> dict:
     """Apply the requested Liger kernels to ``model`` (a ``LlamaForCausalLM``, before LoRA) through Liger's API.
 
     ``kernels``: an iterable of names from :data:`LIGER_KERNELS` or a dict ``{name: bool}``. Returns
-    ``{"requested": [...], "applied": [...], "available": bool, "reason": str}`` and stores it in
-    ``model.azllm_liger``. Without CUDA nothing is applied (see the module docstring).
+    ``{"requested": [...], "applied": [...], "available": bool, "reason": str}``: pass ``applied`` on to whatever
+    depends on it (e.g. ``apply_lora(liger_flce=...)``). Without CUDA nothing is applied (see the module
+    docstring).
 
     >>> apply_liger(build_model(model_config("tiny", 1000)), ["rope"])  # on CPU  # doctest: +SKIP
     {'requested': ['rope'], 'applied': [], 'available': False, 'reason': 'no CUDA device: ...'}
@@ -361,5 +356,4 @@ def apply_liger(model, kernels, *, allow_interpreter: bool = False) -> dict:
         _apply_liger_kernel_to_instance(target, **{k: (k in requested) for k in LIGER_KERNELS})
         result["applied"] = list(requested)
         log.info("Liger kernels applied: %s (%s)", requested, reason)
-    model.azllm_liger = result
     return result

@@ -1,10 +1,13 @@
-"""Matplotlib figures of the reports. Each function takes plain rows (dicts) and returns a Figure."""
+"""Matplotlib figures of the reports. Each function takes plain rows (dicts), a results dict or a table of
+:mod:`azllm.tables` and returns a Figure."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
-__all__ = ["fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars"]
+__all__ = ["fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
+           "variant_bars", "predicted_vs_measured"]
 
 
 def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility", trained: set[str] | None = None):
@@ -87,5 +90,68 @@ def method_bars(rows: list[dict], metrics: tuple[str, ...] = ("tokens_per_s", "p
         ax.bar([r["method"] for r in rows], [r[m] for r in rows])
         ax.set_title(m.replace("_", " "))
         ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def encoder_throughput(res: dict):
+    """Bar charts of throughput and peak RSS of (a), (b), (c) at 1x and Nx; returns the matplotlib figure."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    scales = [1, res["scale"]]
+    width = 0.38
+    for j, (metric, label) in enumerate([("tokens_per_s", "tokens/s (millions)"), ("peak_rss_mb", "peak RSS (MB)")]):
+        ax = axes[j]
+        for i, s in enumerate(scales):
+            vals = [res["variants"][f"{v}@{s}"][metric] / (1e6 if j == 0 else 1) for v in "abc"]
+            ax.bar(np.arange(3) + (i - 0.5) * width, vals, width, label=f"{s}x corpus")
+        if j == 0:
+            ax.axhline(res["variants"]["limit@1"]["tokens_per_s"] / 1e6, color="k", ls="--", lw=1,
+                       label="limit (batch encode, all cores)")
+        ax.set_xticks(range(3), ["(a) naive list", "(b) per-doc tofile", "(c) encode_corpus"])
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    fig.suptitle("Encoding the corpus: throughput and memory (medians of fresh processes)")
+    fig.tight_layout()
+    return fig
+
+
+def variant_bars(df):
+    """Bar charts of median tokens/s and peak memory with min–max whiskers; unavailable/OOM variants are shown as
+    empty slots labelled with their status."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(df) + 1.5))
+    y = np.arange(len(df))
+    for ax, col, title in ((axes[0], "tokens/s", "tokens/s (median, min–max)"),
+                           (axes[1], "peak MB", "peak memory above baseline, MiB (median, min–max)")):
+        med = df[col].astype(float).to_numpy()
+        lo = med - df[f"{col} min"].astype(float).to_numpy()
+        hi = df[f"{col} max"].astype(float).to_numpy() - med
+        ax.barh(y, np.nan_to_num(med), xerr=[np.nan_to_num(lo), np.nan_to_num(hi)], capsize=3,
+                color=["C0" if s == "ok" else "lightgrey" for s in df.status])
+        for yi, (s, m) in enumerate(zip(df.status, med)):
+            if s != "ok":
+                ax.text(0, yi, f"  {s.replace('unavailable', 'not available on this device')}", va="center",
+                        fontsize=8, color="dimgrey")
+        ax.set_yticks(y, df.variant)
+        ax.invert_yaxis()
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def predicted_vs_measured(pred):
+    """Measured vs predicted peak memory (MiB) with the ±20% band."""
+    d = pred[pred["measured MB"].notna()]
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.scatter(d["measured MB"], d["predicted MB"])
+    for _, r in d.iterrows():
+        ax.annotate(r.variant, (r["measured MB"], r["predicted MB"]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    hi = float(max(d["measured MB"].max(), d["predicted MB"].max())) * 1.1 if len(d) else 1
+    xs = np.linspace(0, hi, 10)
+    ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
+    ax.fill_between(xs, 0.8 * xs, 1.2 * xs, color="grey", alpha=0.2, label="±20%")
+    ax.set_xlabel("measured peak above baseline (MiB)")
+    ax.set_ylabel("memory model (MiB)")
+    ax.legend()
     fig.tight_layout()
     return fig

@@ -8,6 +8,7 @@ Layout of ``reports/<run_name>/``::
     params.yaml           the params as resolved (defaults filled in)
     metrics.json          every number of the report + run metadata + input sha256s + artifact paths
     parts/                what each notebook recorded (merged into metrics.json)
+    run.log               progress bars and library warnings of the kernels (echoed to the terminal, not in pages)
 
 Notebooks record their numbers with :func:`record` (plain JSON values) and their heavy outputs with
 :func:`record_artifact` (paths under the git-ignored artifacts folder); inputs with :func:`record_inputs`.
@@ -22,18 +23,19 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from . import config
-from .utils import atomic_write_json, atomic_write_text, git_commit, machine_info, package_versions
+from .config import Config, ParamsError, load_params
+from .utils import (LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info,
+                    package_versions)
 
-__all__ = ["record", "record_inputs", "record_artifact", "run_report", "run_metadata", "REPO_ROOT"]
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["record", "record_inputs", "record_artifact", "record_training_benchmark", "run_report", "run_metadata",
+           "compact_progress"]
 
 
 def _merge_part(out_dir: str | os.PathLike, kind: str, section: str, values: dict) -> Path:
@@ -78,18 +80,35 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def run_metadata(params: dict, params_file: str | os.PathLike | None) -> dict:
+def record_training_benchmark(out_dir, bench: dict, summary, pred, cost, fit) -> None:
+    """Every number of the training benchmark into ``metrics.json`` (section ``benchmark``)."""
+    from .tables import records
+
+    err = (pred["pred/meas"].dropna() - 1).abs()
+    record(out_dir, "benchmark", {
+        "device": bench["device"], "config": bench["config"], "tokens": bench["tokens"], "batch": bench["batch"],
+        "seq": bench["seq"], "variants": records(summary), "predicted_vs_measured": records(pred),
+        "cost": records(cost), "fit_planner": records(fit), "oom_probe": bench.get("oom_probe"),
+        "n_ok": int((summary.status == "ok").sum()), "n_variants": len(summary),
+        "max_abs_pred_error": float(err.max()) if len(err) else None,
+        "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
+    })
+
+
+def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
     """Params, their hash, git commit, package versions, seed and machine of a run."""
+    from .run import data_root
+
     return {
-        "run_name": params["run_name"],
+        "run_name": cfg.run_name,
         "params_file": str(params_file) if params_file else None,
-        "params": params,
-        "params_hash": config.params_hash(params),
-        "seed": params["seed"],
+        "params": cfg.to_dict(),
+        "params_hash": cfg.hash(),
+        "seed": cfg.seed,
         "git_commit": git_commit(REPO_ROOT),
         "packages": package_versions(),
         "machine": machine_info(),
-        "data_root": str(config.data_root(params)) if config.data_root(params) else None,
+        "data_root": str(data_root(cfg)) if data_root(cfg) else None,
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -183,60 +202,104 @@ GPU: {e(", ".join(meta['machine'].get('gpus', [])) or 'none')}</p>
     atomic_write_text(run_dir / "index.html", doc)
 
 
+class _LogEcho:
+    """Echo what the notebook kernels append to the run's log (progress bars, library warnings) to this process's
+    stderr: the terminal of ``make report`` shows progress while the pages stay clean."""
+
+    def __init__(self, path: Path):
+        self.path, self.stop = path, threading.Event()
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+
+    def _follow(self) -> None:
+        with open(self.path, "rb") as f:
+            while True:
+                chunk = f.read()
+                if chunk:
+                    sys.stderr.buffer.write(chunk) if hasattr(sys.stderr, "buffer") else sys.stderr.write(
+                        chunk.decode(errors="replace"))
+                    sys.stderr.flush()
+                elif self.stop.is_set():
+                    return
+                else:
+                    time.sleep(0.5)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+def _check_notebooks(names: list[str], nb_dir: Path) -> None:
+    for n in names:
+        if not (nb_dir / f"{n}.ipynb").is_file():
+            raise ParamsError(f"notebooks: no notebook {n!r} in {nb_dir} "
+                              f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
+
+
+def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_code: bool) -> dict:
+    """Run one notebook with papermill into ``run_dir`` and render its page (also when a cell failed)."""
+    import papermill as pm
+
+    t0 = time.time()
+    out_nb = run_dir / f"{name}.ipynb"
+    page = {"name": name, "html": f"{name}.html", "status": "ok", "seconds": 0.0}
+    print(f"azllm: executing {name} ...", flush=True)
+    try:
+        pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
+                            parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
+                            kernel_name=_kernel_name(), language="python", cwd=str(REPO_ROOT), progress_bar=True,
+                            log_output=False)
+    except Exception as e:  # papermill's execution error or a kernel death
+        page["status"] = "failed"
+        page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
+        print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
+    page["seconds"] = time.time() - t0
+    if out_nb.is_file():
+        _render_html(out_nb, run_dir / page["html"], show_code)
+    return page
+
+
 def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike = "reports",
                notebooks: list[str] | None = None, show_code: bool | None = None,
                notebooks_dir: str | os.PathLike | None = None) -> tuple[Path, bool]:
-    """Execute the notebooks of a params file and write the report. Returns ``(run_dir, ok)``."""
-    import papermill as pm
+    """Execute the notebooks of a params file and write the report. Returns ``(run_dir, ok)``.
 
+    Progress and library warnings of the kernels go to ``<run_dir>/run.log``, echoed to this terminal.
+    """
     params_file = Path(params_file).resolve()
-    params = config.load_params(params_file)
-    names = notebooks or params["notebooks"]
+    cfg = load_params(params_file)
+    names = notebooks or cfg.notebooks
     nb_dir = Path(notebooks_dir or REPO_ROOT / "notebooks")
-    for n in names:
-        if not (nb_dir / f"{n}.ipynb").is_file():
-            raise config.ParamsError(f"notebooks: no notebook {n!r} in {nb_dir} "
-                                     f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
-    show = params["report"]["show_code"] if show_code is None else show_code
-    run_dir = (Path(reports_dir) / params["run_name"]).resolve()
+    _check_notebooks(names, nb_dir)
+    show = cfg.report.show_code if show_code is None else show_code
+    run_dir = (Path(reports_dir) / cfg.run_name).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     for old in (run_dir / "parts").glob("*.json"):
         old.unlink()
-    meta = run_metadata(params, params_file)
-    atomic_write_text(run_dir / "params.yaml", yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
-    root = config.data_root(params)
-    print(f"azllm: run {params['run_name']!r} (params hash {meta['params_hash']})", flush=True)
-    print(f"azllm: data root: {root if root else 'none: hub sources from the params are used'} "
+    meta = run_metadata(cfg, params_file)
+    atomic_write_text(run_dir / "params.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True))
+    print(f"azllm: run {cfg.run_name!r} (params hash {meta['params_hash']})", flush=True)
+    print(f"azllm: data root: {meta['data_root'] or 'none: hub sources from the params are used'} "
           f"(set AZLLM_DATA_ROOT or data.root in the params to point elsewhere)", flush=True)
-    env_pp = os.environ.get("PYTHONPATH", "")
-    if str(REPO_ROOT) not in env_pp.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env_pp) if p)
-    kernel = _kernel_name()
-    pages, ok = [], True
-    for name in names:
-        t0 = time.time()
-        out_nb = run_dir / f"{name}.ipynb"
-        page = {"name": name, "html": f"{name}.html", "status": "ok", "seconds": 0.0}
-        print(f"azllm: executing {name} ...", flush=True)
-        try:
-            pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
-                                parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
-                                kernel_name=kernel, language="python", cwd=str(REPO_ROOT), progress_bar=True,
-                                log_output=False)
-        except Exception as e:  # papermill's execution error or a kernel death
-            ok = False
-            page["status"] = "failed"
-            page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
-            print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
-        page["seconds"] = time.time() - t0
-        if out_nb.is_file():
-            _render_html(out_nb, run_dir / page["html"], show)
-        pages.append(page)
-        if not ok:
-            break
-    for name in names[len(pages):]:
-        pages.append({"name": name, "html": f"{name}.html", "status": "skipped", "seconds": 0.0,
-                      "error": "not run: an earlier notebook failed"})
+    log = run_dir / "run.log"
+    log.write_text("")
+    before = os.environ.get(LOG_ENV)
+    os.environ[LOG_ENV] = str(log)  # inherited by the kernels
+    pages: list[dict] = []
+    try:
+        with _LogEcho(log):
+            for name in names:
+                pages.append(_execute(name, nb_dir, run_dir, params_file, show))
+                if pages[-1]["status"] != "ok":
+                    break
+    finally:
+        os.environ.pop(LOG_ENV) if before is None else os.environ.__setitem__(LOG_ENV, before)
+    ok = all(p["status"] == "ok" for p in pages)
+    pages += [{"name": n, "html": f"{n}.html", "status": "skipped", "seconds": 0.0,
+               "error": "not run: an earlier notebook failed"} for n in names[len(pages):]]
     collected = _collect(run_dir)
     atomic_write_json(run_dir / "metrics.json", {"run": meta, "notebooks": pages, **collected})
     _write_index(run_dir, meta, pages, collected)

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .utils import json_hash
+
 __all__ = ["Tok", "TokenizerError", "VocabTooLargeError", "train_tokenizer", "load_tokenizer",
            "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
 
@@ -166,16 +168,25 @@ def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
     )
 
 
-def _from_tiktoken(enc_name: str, name: str) -> Tok:
+def _from_tiktoken(enc_name: str, name: str, cache_dir: str | os.PathLike | None = None) -> Tok:
     import tiktoken
 
+    old = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if cache_dir is not None:  # tiktoken reads its cache folder from the environment: set it for this call only
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
     try:
         enc = tiktoken.get_encoding(enc_name)
     except Exception as e:  # network or cache miss
         raise TokenizerError(
-            f"tiktoken encoding {enc_name!r} could not be loaded ({type(e).__name__}: {e}). Offline, set "
-            "TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cache files."
+            f"tiktoken encoding {enc_name!r} could not be loaded ({type(e).__name__}: {e}). Offline, pass "
+            "tiktoken_cache= (or set TIKTOKEN_CACHE_DIR) to a folder holding tiktoken's cache files."
         ) from e
+    finally:
+        if cache_dir is not None:
+            if old is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = old
     ranks_hash = _sha256_bytes(repr(sorted(enc._mergeable_ranks.items())[:1000]).encode() + enc.name.encode())
     return Tok(
         name=name, kind="tiktoken", vocab_size=enc.n_vocab,
@@ -201,8 +212,11 @@ def _from_vocab_merges(folder: Path, name: str) -> Tok:
     return t
 
 
-def load_tokenizer(spec: str | os.PathLike, name: str | None = None) -> Tok:
+def load_tokenizer(spec: str | os.PathLike, name: str | None = None, *,
+                   tiktoken_cache: str | os.PathLike | None = None) -> Tok:
     """Load a tokenizer from any supported spec (see the module docstring).
+
+    ``tiktoken_cache``: the folder of tiktoken's cache files, for a tiktoken spec offline.
 
     >>> tok = load_tokenizer("tiktoken:gpt2")  # doctest: +SKIP
     >>> tok.encode("Salam")  # doctest: +SKIP
@@ -210,24 +224,12 @@ def load_tokenizer(spec: str | os.PathLike, name: str | None = None) -> Tok:
     """
     s = str(spec)
     name = name or (Path(s).name if os.path.exists(s) else s)
-    if s.startswith("tiktoken:"):
-        return _from_tiktoken(s.split(":", 1)[1], name)
+    if s.startswith("tiktoken:") or s in TIKTOKEN_NAMES:
+        return _from_tiktoken(s.split(":", 1)[-1], name, tiktoken_cache)
     p = Path(os.path.expanduser(s))
-    if p.exists():
-        if p.is_dir():
-            if (p / "sp.model").is_file():  # our own export: the SentencePiece engine is ~6x faster than HF's
-                tok = _from_sentencepiece(p / "sp.model", name)
-                tok.path = str(p)
-                return tok
-            if (p / "tokenizer.json").is_file():
-                from tokenizers import Tokenizer
-
-                return _from_hf_tokenizer(Tokenizer.from_file(str(p / "tokenizer.json")), name, str(p))
-            if (p / "tokenizer.model").is_file():
-                return _from_sentencepiece(p / "tokenizer.model", name)
-            if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():
-                return _from_vocab_merges(p, name)
-            raise TokenizerError(f"{p}: no tokenizer.json, *.model or vocab.json+merges.txt in this folder")
+    if p.is_dir():
+        return _from_folder(p, name)
+    if p.is_file():
         if p.suffix == ".model":
             return _from_sentencepiece(p, name)
         if p.suffix == ".json":
@@ -235,28 +237,41 @@ def load_tokenizer(spec: str | os.PathLike, name: str | None = None) -> Tok:
 
             return _from_hf_tokenizer(Tokenizer.from_file(str(p)), name, str(p.parent))
         raise TokenizerError(f"{p}: unknown tokenizer file type (expected a folder, tokenizer.json or .model)")
-    if s in TIKTOKEN_NAMES:
-        return _from_tiktoken(s, name)
     if s.startswith(("/", "./", "../", "~")) or s.endswith((".model", ".json")) or s.count("/") > 1:
         raise TokenizerError(f"tokenizer file not found: {s}")
-    # a hub id such as "meta-llama/Llama-3.2-1B"
+    return _from_hub(s, name)
+
+
+def _from_folder(p: Path, name: str) -> Tok:
+    if (p / "sp.model").is_file():  # our own export: the SentencePiece engine is ~6x faster than HF's
+        tok = _from_sentencepiece(p / "sp.model", name)
+        tok.path = str(p)
+        return tok
+    if (p / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return _from_hf_tokenizer(Tokenizer.from_file(str(p / "tokenizer.json")), name, str(p))
+    if (p / "tokenizer.model").is_file():
+        return _from_sentencepiece(p / "tokenizer.model", name)
+    if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():
+        return _from_vocab_merges(p, name)
+    raise TokenizerError(f"{p}: no tokenizer.json, *.model or vocab.json+merges.txt in this folder")
+
+
+def _from_hub(hub_id: str, name: str) -> Tok:
+    """A hub id such as ``meta-llama/Llama-3.2-1B`` (a gated one needs ``HF_TOKEN`` in the environment)."""
     from transformers import AutoTokenizer
 
     try:
-        hf = AutoTokenizer.from_pretrained(s)
+        hf = AutoTokenizer.from_pretrained(hub_id)
     except Exception as e:
-        raise TokenizerError(f"could not load tokenizer {s!r} from the Hugging Face Hub: {e}") from e
+        raise TokenizerError(f"could not load tokenizer {hub_id!r} from the Hugging Face Hub: {e}") from e
     return _from_hf_tokenizer(hf.backend_tokenizer, name)
 
 
 # ---------------------------------------------------------------------------------------------------- training
 
 _TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)")
-
-
-def _options_hash(opts: dict, corpus_sha: str) -> str:
-    blob = json.dumps({"opts": opts, "corpus": corpus_sha}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()
 
 
 def _write_corpus(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
@@ -284,8 +299,8 @@ def train_tokenizer(
     texts: Iterable[str],
     out_dir: str | os.PathLike,
     *,
-    vocab_size: int = 32000,
-    model_type: str = "unigram",
+    vocab_size: int,
+    model_type: str,
     character_coverage: float = 0.9999,
     byte_fallback: bool = True,
     split_digits: bool = False,
@@ -302,12 +317,14 @@ def train_tokenizer(
     Returns ``out_dir``, which then holds ``sp.model`` / ``sp.vocab`` (SentencePiece), ``tokenizer.json``,
     ``tokenizer_config.json``, ``special_tokens_map.json`` (Hugging Face) and ``azllm_tokenizer.json`` (options,
     corpus sha256, line count). Raises :class:`VocabTooLargeError` when the corpus cannot fill ``vocab_size``.
+    The keyword defaults are SentencePiece-level choices for Azerbaijani; a run takes its values from
+    :class:`azllm.config.TokenizerConfig` (through :func:`azllm.run.tokenizer_options`).
 
-    >>> folder = train_tokenizer(lines, "artifacts/tok", vocab_size=8000)  # doctest: +SKIP
+    Steps: write the corpus (hashing it) -> reuse an identical earlier model -> train -> export -> rename.
+
+    >>> folder = train_tokenizer(lines, "artifacts/tok", vocab_size=8000, model_type="bpe")  # doctest: +SKIP
     >>> AutoTokenizer.from_pretrained(folder)  # doctest: +SKIP
     """
-    import sentencepiece as spm
-
     if model_type not in ("unigram", "bpe"):
         raise TokenizerError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}")
     out_dir = Path(out_dir)
@@ -320,36 +337,10 @@ def train_tokenizer(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         corpus_sha, n_lines = _write_corpus(texts, tmp / "corpus.txt", affix_presplit)
-        key = _options_hash(opts, corpus_sha)
-        meta_path = out_dir / "azllm_tokenizer.json"
-        if not force and meta_path.is_file():
-            try:
-                if json.loads(meta_path.read_text()).get("key") == key and (out_dir / "tokenizer.json").is_file():
-                    return out_dir
-            except json.JSONDecodeError:
-                pass
-        spm.set_random_generator_seed(int(seed))
-        kwargs = dict(
-            input=str(tmp / "corpus.txt"), model_prefix=str(tmp / "sp"), vocab_size=int(vocab_size),
-            model_type=model_type, character_coverage=float(character_coverage), byte_fallback=bool(byte_fallback),
-            split_digits=bool(split_digits), max_sentencepiece_length=int(max_piece_length),
-            split_by_whitespace=bool(split_by_whitespace), normalization_rule_name="identity",
-            remove_extra_whitespaces=True, input_sentence_size=int(input_sentence_size),
-            shuffle_input_sentence=True, num_threads=int(num_threads), max_sentence_length=1 << 16,
-            unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"], bos_piece=SPECIALS["bos"],
-            eos_piece=SPECIALS["eos"], pad_piece=SPECIALS["pad"], hard_vocab_limit=True, minloglevel=2,
-        )
-        if affix_presplit:
-            kwargs["pretokenization_delimiter"] = PRESPLIT_DELIMITER
-        try:
-            spm.SentencePieceTrainer.train(**kwargs)
-        except RuntimeError as e:
-            m = _TOO_HIGH.search(str(e))
-            if m:
-                raise VocabTooLargeError(int(vocab_size), int(m.group(2))) from None
-            raise TokenizerError(f"SentencePiece training failed: {e}") from None
-        _check_vocab_filled(tmp / "sp.model", int(vocab_size))
-        _strip_paths(tmp / "sp.model")
+        key = json_hash({"opts": opts, "corpus": corpus_sha}, n=None)
+        if not force and _same_model_exists(out_dir, key):
+            return out_dir
+        _run_sentencepiece(tmp, opts, int(num_threads))
         (tmp / "corpus.txt").unlink()
         export_hf(tmp / "sp.model", tmp)
         (tmp / "azllm_tokenizer.json").write_text(json.dumps(
@@ -361,6 +352,44 @@ def train_tokenizer(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def _same_model_exists(out_dir: Path, key: str) -> bool:
+    """An earlier export in ``out_dir`` was trained on the same corpus with the same options."""
+    meta = out_dir / "azllm_tokenizer.json"
+    try:
+        return json.loads(meta.read_text()).get("key") == key and (out_dir / "tokenizer.json").is_file()
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
+    """Train ``tmp/sp.model`` from ``tmp/corpus.txt`` (our options, identity normalization, fixed specials)."""
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(opts["seed"])
+    kwargs = dict(
+        input=str(tmp / "corpus.txt"), model_prefix=str(tmp / "sp"), vocab_size=opts["vocab_size"],
+        model_type=opts["model_type"], character_coverage=opts["character_coverage"],
+        byte_fallback=opts["byte_fallback"], split_digits=opts["split_digits"],
+        max_sentencepiece_length=opts["max_piece_length"], split_by_whitespace=opts["split_by_whitespace"],
+        normalization_rule_name="identity", remove_extra_whitespaces=True,
+        input_sentence_size=opts["input_sentence_size"], shuffle_input_sentence=True, num_threads=num_threads,
+        max_sentence_length=1 << 16, unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"],
+        bos_piece=SPECIALS["bos"], eos_piece=SPECIALS["eos"], pad_piece=SPECIALS["pad"], hard_vocab_limit=True,
+        minloglevel=2,
+    )
+    if opts["affix_presplit"]:
+        kwargs["pretokenization_delimiter"] = PRESPLIT_DELIMITER
+    try:
+        spm.SentencePieceTrainer.train(**kwargs)
+    except RuntimeError as e:
+        m = _TOO_HIGH.search(str(e))
+        if m:
+            raise VocabTooLargeError(opts["vocab_size"], int(m.group(2))) from None
+        raise TokenizerError(f"SentencePiece training failed: {e}") from None
+    _check_vocab_filled(tmp / "sp.model", opts["vocab_size"])
+    _strip_paths(tmp / "sp.model")
 
 
 def _check_vocab_filled(model_path: Path, vocab_size: int) -> None:
@@ -425,27 +454,7 @@ def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path
     return Path(out_dir)
 
 
-# ------------------------------------------------------------------------------------------ params-level helpers
-
-_TRAIN_KEYS = ("model_type", "vocab_size", "character_coverage", "byte_fallback", "split_digits", "max_piece_length",
-               "affix_presplit", "split_by_whitespace", "input_sentence_size", "num_threads")
-
-
-def training_source(params: dict) -> dict:
-    """The source dict tokenizers train on: ``data.train`` with ``tokenizer.max_bytes_per_file`` applied."""
-    src = dict(params["data"]["train"])
-    if params["tokenizer"]["max_bytes_per_file"] is not None:
-        src["max_bytes_per_file"] = params["tokenizer"]["max_bytes_per_file"]
-    return src
-
-
-def tokenizer_options(params: dict, **overrides) -> dict:
-    """Keyword arguments of :func:`train_tokenizer` from ``params['tokenizer']`` and the run's seed."""
-    opts = {k: params["tokenizer"][k] for k in _TRAIN_KEYS}
-    opts["seed"] = params["seed"]
-    opts.update(overrides)
-    return opts
-
+# ----------------------------------------------------------------------------------------------------- sweeps
 
 def variant_name(opts: dict) -> str:
     """Short name of a tokenizer variant.
@@ -456,13 +465,6 @@ def variant_name(opts: dict) -> str:
     vs = opts["vocab_size"]
     size = f"{vs // 1000}k" if vs % 1000 == 0 else str(vs)
     return f"{opts['model_type']}-{size}" + ("-affix" if opts.get("affix_presplit") else "")
-
-
-def sweep_options(params: dict) -> list[dict]:
-    """Every combination of ``params['tokenizer']['sweep']``, as :func:`train_tokenizer` options."""
-    sw = params["tokenizer"]["sweep"]
-    return [tokenizer_options(params, vocab_size=v, model_type=m, affix_presplit=a)
-            for m in sw["model_types"] for a in sw["affix_presplit"] for v in sw["vocab_sizes"]]
 
 
 def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict],
@@ -483,43 +485,6 @@ def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict
         except VocabTooLargeError as e:
             skipped[name] = str(e)
     return out, skipped
-
-
-def baseline_spec(entry: dict, root: Path | None) -> str:
-    """The spec to load a baseline from: its local ``path`` (relative to the data root) when it exists, else its
-    ``hub`` id. For a ``tiktoken`` entry, ``path`` names tiktoken's cache folder (``TIKTOKEN_CACHE_DIR``)."""
-    path = entry.get("path")
-    local = None
-    if path:
-        p = Path(os.path.expanduser(path))
-        if not p.is_absolute() and root is not None:
-            p = root / p
-        if p.is_absolute() and p.exists():
-            local = p
-    if entry.get("tiktoken"):
-        if local is not None:
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(local)
-        return f"tiktoken:{entry['tiktoken']}"
-    if local is not None:
-        return str(local)
-    if entry.get("hub"):
-        return entry["hub"]
-    raise TokenizerError(f"baseline tokenizer not found: path {path!r} does not exist under data root {root} "
-                         "and no hub id is given")
-
-
-def load_baselines(params: dict, root: Path | None) -> dict[str, Tok]:
-    """Load every baseline of ``params['baselines']``; a missing one raises :class:`TokenizerError`."""
-    out = {}
-    for name, entry in params["baselines"].items():
-        spec = baseline_spec(entry, root)
-        try:
-            out[name] = load_tokenizer(spec, name=name)
-        except TokenizerError:
-            raise
-        except Exception as e:
-            raise TokenizerError(f"baseline {name!r} ({spec}) could not be loaded: {type(e).__name__}: {e}") from e
-    return out
 
 
 def hf_id_mismatches(folder: str | os.PathLike, lines: list[str], *, allow_ties: bool = False) -> int:
@@ -549,19 +514,3 @@ def is_tie(a: list[int], b: list[int], sp) -> bool:
     if sorted(a) != sorted(b) or sp.decode(a) != sp.decode(b):
         return False
     return abs(sum(sp.get_score(i) for i in a) - sum(sp.get_score(i) for i in b)) < 1e-6
-
-
-def main_tokenizer(params: dict, root: Path | None = None, docs: Iterable[str] | None = None) -> Path:
-    """Train (or reuse, when unchanged) the run's main tokenizer, the one the token files and the model use.
-
-    It is trained with ``params['tokenizer']`` options on :func:`training_source` into
-    ``artifacts_dir(params)/"tokenizer"`` and its folder is returned. Pass ``docs`` to avoid reading the corpus
-    again.
-    """
-    from .config import artifacts_dir, data_root
-    from .data import iter_documents, resolve_source
-
-    if docs is None:
-        root = root if root is not None else data_root(params)
-        docs = iter_documents(resolve_source(training_source(params), root))
-    return train_tokenizer(docs, artifacts_dir(params) / "tokenizer", **tokenizer_options(params))

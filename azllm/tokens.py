@@ -42,8 +42,8 @@ adds what is not needed to read a file (inputs, timings). Decisions:
   Backend: when the tokenizer is a folder holding ``sp.model`` (our trained tokenizers), the SentencePiece engine
   is used directly (one thread per call); it gives the same ids as the folder's ``tokenizer.json`` (checked on the
   first documents of every run) and is several times faster than HF tokenizers' Unigram on this corpus
-  (measured by :func:`benchmark`). Otherwise ``Tok.encode_batch`` is used.
-  Measured on 2 cores (:func:`benchmark`, ``scripts/bench_tokens.py``): with the documents in memory the threads
+  (measured by :mod:`azllm.bench.encoder`). Otherwise ``Tok.encode_batch`` is used.
+  Measured on 2 cores (``python -m azllm.bench.encoder``): with the documents in memory the threads
   encode at 0.97x the SentencePiece batch-encode limit, and at about 0.9x streaming them from a file (reading
   and hashing take the rest), so worker processes, which would add pickling and start-up on top, were not
   built. The serial part left is the caller's document iterator (reading, :func:`azllm.text.normalize`).
@@ -71,9 +71,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .utils import atomic_write_json, json_hash
+from .utils import progress as progress_bar
+
 __all__ = ["FORMAT_VERSION", "HEADER_SIZE", "TokenFileError", "token_dtype", "split_of", "encode_corpus",
-           "encode_source", "TokenFile", "TokenWindowDataset", "main_tokenizer", "corpus_stats", "benchmark",
-           "format_benchmark"]
+           "encode_source", "read_header", "TokenFile", "TokenWindowDataset", "corpus_stats"]
 
 FORMAT_VERSION = 1
 HEADER_SIZE = 1024
@@ -160,10 +162,6 @@ def read_header(path: str | os.PathLike) -> dict:
         return json.loads(head[16:16 + n])
     except json.JSONDecodeError as e:
         raise TokenFileError(f"{path}: corrupt header ({e}); re-encode the corpus") from None
-
-
-def _sha(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------------------------------- encoders
@@ -292,6 +290,8 @@ def encode_corpus(
     documents (file sha256s + source options), which lets a re-run skip without reading them;
     ``num_workers``: encoding threads (default: all cores).
 
+    Steps: skip check (:func:`_unchanged`) -> write (:func:`_write_splits`) -> finalize (:func:`_finalize`).
+
     Returns ``{"train": Path, "val": Path, "train_tokens", "val_tokens", "train_docs", "val_docs", "skipped",
     "seconds", "tokens_per_s", "key", "docs_sha256", "dtype", "backend", "meta"}``.
 
@@ -310,82 +310,69 @@ def encode_corpus(
     dtype = token_dtype(tokenizer.vocab_size)
     options = {"format_version": FORMAT_VERSION, "tokenizer": tokenizer.fingerprint,
                "val_fraction": float(val_fraction), "seed": int(seed), "dtype": dtype.name}
-    inputs_key = _sha({"options": options, "inputs": inputs}) if inputs is not None else None
+    inputs_key = json_hash({"options": options, "inputs": inputs}, n=None) if inputs is not None else None
+    chunking = (int(chunk_docs), int(chunk_chars))
     old = None if force else _existing(out_dir)
-    if old is not None and old.get("options") == options:
-        if inputs_key is not None and old.get("inputs_key") == inputs_key:
-            return _result(out_dir, old, True, time.perf_counter() - t0, 0.0)
-        if callable(docs) or (iter(docs) is not docs and not isinstance(docs, Iterator)):
-            h = hashlib.sha256()
-            for chunk in _chunks(docs() if callable(docs) else docs, int(chunk_docs), int(chunk_chars)):
-                h.update(_digests(chunk, seed))
-            if _sha({"options": options, "docs": h.hexdigest()}) == old["key"]:
-                if inputs_key is not None and old.get("inputs_key") != inputs_key:
-                    old["inputs_key"] = inputs_key
-                    from .utils import atomic_write_json
-
-                    atomic_write_json(out_dir / META_NAME, old)
-                return _result(out_dir, old, True, time.perf_counter() - t0, 0.0)
-    stream = docs() if callable(docs) else docs
+    if old is not None and _unchanged(out_dir, old, docs, options, inputs_key, chunking):
+        return _result(out_dir, old, True, time.perf_counter() - t0, 0.0)
     num_workers = max(1, int(num_workers or os.cpu_count() or 1))
-    finals = {s: out_dir / f"{s}.bin" for s in SPLITS}
-    tmps = {s: _tmp_name(p) for s, p in finals.items()}
-    counts = {s: {"n_tokens": 0, "n_docs": 0} for s in SPLITS}
-    docs_hash = hashlib.sha256()
+    written = _write_splits(docs() if callable(docs) else docs, tokenizer, out_dir, dtype=dtype,
+                            val_fraction=float(val_fraction), seed=int(seed), num_workers=num_workers,
+                            chunking=chunking, progress=progress)
+    key = json_hash({"options": options, "docs": written["docs_sha256"]}, n=None)
+    headers = {s: _split_header(s, written, key, tokenizer, dtype, val_fraction, seed) for s in SPLITS}
+    seconds = time.perf_counter() - t0
+    n_tok = sum(h["n_tokens"] for h in headers.values())
+    meta = {"key": key, "inputs_key": inputs_key, "options": options, "docs_sha256": written["docs_sha256"],
+            "dtype": dtype.name, "backend": written["backend"], "num_workers": num_workers, "splits": headers,
+            "inputs": inputs, "seconds": seconds, "tokens_per_s": n_tok / max(seconds, 1e-9),
+            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _finalize(out_dir, written["tmps"], headers, meta, keep_old=old is not None and old.get("key") == key)
+    return _result(out_dir, meta, False, seconds, n_tok / max(seconds, 1e-9))
+
+
+def _unchanged(out_dir: Path, old: dict, docs, options: dict, inputs_key: str | None, chunking) -> bool:
+    """Whether the complete files in ``out_dir`` already hold these documents: by the caller's ``inputs`` pin
+    (nothing read), else by a hash-only pass when ``docs`` can be iterated again. Refreshes a stale pin."""
+    if old.get("options") != options:
+        return False
+    if inputs_key is not None and old.get("inputs_key") == inputs_key:
+        return True
+    if not (callable(docs) or (iter(docs) is not docs and not isinstance(docs, Iterator))):
+        return False  # a one-shot generator: encoded again (identical results keep the old files)
+    h = hashlib.sha256()
+    for chunk in _chunks(docs() if callable(docs) else docs, *chunking):
+        h.update(_digests(chunk, options["seed"]))
+    if json_hash({"options": options, "docs": h.hexdigest()}, n=None) != old["key"]:
+        return False
+    if inputs_key is not None and old.get("inputs_key") != inputs_key:
+        old["inputs_key"] = inputs_key
+        atomic_write_json(out_dir / META_NAME, old)
+    return True
+
+
+def _write_splits(stream: Iterable[str], tokenizer, out_dir: Path, *, dtype: np.dtype, val_fraction: float,
+                  seed: int, num_workers: int, chunking: tuple[int, int], progress: bool) -> dict:
+    """Encode ``stream`` into the temporary files of both splits (header placeholders, then the ids).
+
+    Returns ``{"tmps", "counts", "docs_sha256", "backend"}``; on any error the temporary files are removed.
+    """
+    tmps = {s: _tmp_name(out_dir / f"{s}.bin") for s in SPLITS}
     files = {s: open(tmps[s], "wb") for s in SPLITS}
     bar = None
     try:
         for f in files.values():
             f.write(b"\0" * HEADER_SIZE)  # placeholder, rewritten with the real header at the end
-        chunks = _chunks(stream, int(chunk_docs), int(chunk_chars))
+        chunks = _chunks(stream, *chunking)
         first = next(chunks, None)
         if first is None:
             raise TokenFileError("empty corpus: no non-empty document to encode")
         encode, backend = _chunk_encoder(tokenizer, first[:32])
         if progress:
-            from .utils import progress as tqdm
-
-            bar = tqdm(desc=f"encoding -> {out_dir.name}", unit="tok", unit_scale=True, smoothing=0.1,
-                       file=sys.stderr)
-        pending: deque = deque()
-
-        def drain_one() -> None:
-            fut, n_docs = pending.popleft()
-            tr, va, n_val = fut.result()
-            for s, arr, nd in (("train", tr, n_docs - n_val), ("val", va, n_val)):
-                arr.tofile(files[s])
-                counts[s]["n_tokens"] += int(arr.size)
-                counts[s]["n_docs"] += int(nd)
-            if bar is not None:
-                bar.update(int(tr.size + va.size))
-
-        with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="azllm-encode") as pool:
-            for chunk in itertools.chain([first], chunks):
-                dg = _digests(chunk, seed)
-                docs_hash.update(dg)  # == updating with each document's digest in turn
-                flags = _val_flags(dg, val_fraction).tolist()
-                fut = pool.submit(_encode_chunk, encode, chunk, flags, tokenizer.eos_id, dtype, tokenizer.vocab_size)
-                pending.append((fut, len(chunk)))
-                while len(pending) >= 2 * num_workers:
-                    drain_one()
-            while pending:
-                drain_one()
-        docs_sha = docs_hash.hexdigest()
-        key = _sha({"options": options, "docs": docs_sha})
-        headers = {}
-        for s in SPLITS:
-            headers[s] = {"format_version": FORMAT_VERSION, "split": s, "dtype": dtype.name,
-                          "n_tokens": counts[s]["n_tokens"], "n_docs": counts[s]["n_docs"],
-                          "vocab_size": int(tokenizer.vocab_size), "eos_id": int(tokenizer.eos_id),
-                          "tokenizer_fingerprint": tokenizer.fingerprint, "tokenizer_name": str(tokenizer.name),
-                          "key": key, "docs_sha256": docs_sha, "val_fraction": float(val_fraction),
-                          "seed": int(seed)}
-            f = files[s]
-            f.flush()
-            f.seek(0)
-            f.write(_header_bytes(headers[s]))
-            f.flush()
-            os.fsync(f.fileno())
+            bar = progress_bar(desc=f"encoding -> {out_dir.name}", unit="tok", unit_scale=True, smoothing=0.1)
+        counts, docs_sha = _encode_into(files, itertools.chain([first], chunks), encode, tokenizer, dtype,
+                                        val_fraction, seed, num_workers, bar)
+        for f in files.values():
             f.close()
     except BaseException:
         for f in files.values():
@@ -396,23 +383,65 @@ def encode_corpus(
     finally:
         if bar is not None:
             bar.close()
-    seconds = time.perf_counter() - t0
-    n_tok = counts["train"]["n_tokens"] + counts["val"]["n_tokens"]
-    meta = {"key": key, "inputs_key": inputs_key, "options": options, "docs_sha256": docs_sha, "dtype": dtype.name,
-            "backend": backend, "num_workers": num_workers, "splits": headers, "inputs": inputs,
-            "seconds": seconds, "tokens_per_s": n_tok / max(seconds, 1e-9),
-            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if old is not None and old.get("key") == key:  # same documents: keep the identical files untouched
+    return {"tmps": tmps, "counts": counts, "docs_sha256": docs_sha, "backend": backend}
+
+
+def _encode_into(files: dict, chunks: Iterable[list[str]], encode, tokenizer, dtype, val_fraction: float,
+                 seed: int, num_workers: int, bar) -> tuple[dict, str]:
+    """Encode chunks on ``num_workers`` threads, writing each chunk's ids in submission order (so the output is
+    byte-identical for any number of workers), with at most ``2 * num_workers`` chunks in flight."""
+    counts = {s: {"n_tokens": 0, "n_docs": 0} for s in SPLITS}
+    docs_hash = hashlib.sha256()
+    pending: deque = deque()
+
+    def drain_one() -> None:
+        fut, n_docs = pending.popleft()
+        tr, va, n_val = fut.result()
+        for s, arr, nd in (("train", tr, n_docs - n_val), ("val", va, n_val)):
+            arr.tofile(files[s])
+            counts[s]["n_tokens"] += int(arr.size)
+            counts[s]["n_docs"] += int(nd)
+        if bar is not None:
+            bar.update(int(tr.size + va.size))
+
+    with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="azllm-encode") as pool:
+        for chunk in chunks:
+            dg = _digests(chunk, seed)
+            docs_hash.update(dg)  # == updating with each document's digest in turn
+            flags = _val_flags(dg, val_fraction).tolist()
+            fut = pool.submit(_encode_chunk, encode, chunk, flags, tokenizer.eos_id, dtype, tokenizer.vocab_size)
+            pending.append((fut, len(chunk)))
+            while len(pending) >= 2 * num_workers:
+                drain_one()
+        while pending:
+            drain_one()
+    return counts, docs_hash.hexdigest()
+
+
+def _split_header(split: str, written: dict, key: str, tokenizer, dtype, val_fraction, seed) -> dict:
+    c = written["counts"][split]
+    return {"format_version": FORMAT_VERSION, "split": split, "dtype": dtype.name, "n_tokens": c["n_tokens"],
+            "n_docs": c["n_docs"], "vocab_size": int(tokenizer.vocab_size), "eos_id": int(tokenizer.eos_id),
+            "tokenizer_fingerprint": tokenizer.fingerprint, "tokenizer_name": str(tokenizer.name), "key": key,
+            "docs_sha256": written["docs_sha256"], "val_fraction": float(val_fraction), "seed": int(seed)}
+
+
+def _finalize(out_dir: Path, tmps: dict, headers: dict, meta: dict, keep_old: bool) -> None:
+    """Write the real headers, fsync, rename the files into place (val, then train), write the sidecar last.
+    When the old files hold the same documents (``keep_old``) they stay untouched."""
+    for s in SPLITS:
+        with open(tmps[s], "r+b") as f:
+            f.write(_header_bytes(headers[s]))
+            f.flush()
+            os.fsync(f.fileno())
+    if keep_old:
         for p in tmps.values():
             p.unlink(missing_ok=True)
     else:
         (out_dir / META_NAME).unlink(missing_ok=True)
-        os.replace(tmps["val"], finals["val"])
-        os.replace(tmps["train"], finals["train"])
-    from .utils import atomic_write_json
-
+        os.replace(tmps["val"], out_dir / "val.bin")
+        os.replace(tmps["train"], out_dir / "train.bin")
     atomic_write_json(out_dir / META_NAME, meta)
-    return _result(out_dir, meta, False, seconds, n_tok / max(seconds, 1e-9))
 
 
 def encode_source(resolved, tokenizer, out_dir: str | os.PathLike, **kwargs) -> dict:
@@ -628,53 +657,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ------------------------------------------------------------------------------------------- run-level helpers
-
-def main_tokenizer(params: dict):
-    """The run's main tokenizer: ``params["tokens"]["tokenizer"]`` when set (any spec of
-    :func:`azllm.tokenizer.load_tokenizer`, relative paths against the data root), otherwise the tokenizer that
-    :func:`azllm.tokenizer.main_tokenizer` trains (or reuses) into ``artifacts_dir(params)/"tokenizer"``, the same
-    folder notebook 01 writes.
-
-    >>> tok = main_tokenizer(load_params("params/tiny.yaml"))  # doctest: +SKIP
-    """
-    from .config import data_root
-    from .tokenizer import load_tokenizer
-    from .tokenizer import main_tokenizer as train_main
-
-    spec = params.get("tokens", {}).get("tokenizer")
-    if spec:
-        root = data_root(params)
-        p = Path(os.path.expanduser(str(spec)))
-        if not p.is_absolute() and root is not None and (root / p).exists():
-            spec = str(root / p)
-        return load_tokenizer(spec)
-    return load_tokenizer(train_main(params), name=f"{params['run_name']}-main")
-
-
-def tokens_dir(params: dict) -> Path:
-    """Where the run's token files go: ``params["tokens"]["dir"]`` or ``artifacts_dir(params)/"tokens"``."""
-    from .config import artifacts_dir
-
-    d = params.get("tokens", {}).get("dir")
-    return Path(d).expanduser().resolve() if d else artifacts_dir(params) / "tokens"
-
-
-def encode_run(params: dict, tokenizer=None, progress: bool = True) -> dict:
-    """Encode the run's training source (``params["data"]["train"]``) with the run's settings.
-
-    >>> r = encode_run(P)  # doctest: +SKIP
-    >>> TokenFile(r["train"], tok)  # doctest: +SKIP
-    """
-    from .config import data_root
-    from .data import resolve_source
-
-    t = params["tokens"]
-    tok = tokenizer or main_tokenizer(params)
-    resolved = resolve_source(params["data"]["train"], data_root(params))
-    return encode_source(resolved, tok, tokens_dir(params), val_fraction=t["val_fraction"], seed=t["split_seed"],
-                         num_workers=t["num_workers"], chunk_docs=t["chunk_docs"], progress=progress)
-
+# -------------------------------------------------------------------------------------------------- statistics
 
 def corpus_stats(resolved, tokenizer) -> list[dict]:
     """Per input file (or hub id): documents, words (whitespace), characters, tokens (no EOS), tokens per word.
@@ -718,331 +701,3 @@ def corpus_stats(resolved, tokenizer) -> list[dict]:
         r["tokens_per_word"] = r["tokens"] / max(r["words"], 1)
         r["chars_per_token"] = r["characters"] / max(r["tokens"], 1)
     return out + [total]
-
-
-# ------------------------------------------------------------------------------------------------- benchmark
-
-def _stream_docs(path: str, scale: int) -> Iterator[str]:
-    """The documents of a one-document-per-line file, ``scale`` times over, read lazily."""
-    for _ in range(scale):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.rstrip("\n")
-                if line:
-                    yield line
-
-
-def _bench_child(cfg: dict) -> dict:
-    """One measurement in a fresh process (run by :func:`benchmark`): returns tokens, seconds, RSS figures."""
-    import resource
-
-    from .tokenizer import load_tokenizer
-
-    from .utils import peak_rss_mb as rss  # VmHWM: a fresh child's own peak, not its parent's
-
-    variant, scale, out = cfg["variant"], int(cfg["scale"]), Path(cfg["out"])
-    tok = load_tokenizer(cfg["encoder_tokenizer"] if variant == "c" else cfg["tokenizer"])
-    eos, dtype = tok.eos_id, token_dtype(tok.vocab_size)
-    docs = _stream_docs(cfg["corpus"], scale)
-    res: dict = {}
-    ru0 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu0 = ru0.ru_utime + ru0.ru_stime
-    if variant in ("limit", "limit_1thread", "hf_batch"):
-        if variant == "hf_batch":
-            tok = load_tokenizer(cfg["encoder_tokenizer"])
-        texts = list(itertools.islice(docs, cfg.get("max_docs") or None))
-        fn = tok.encode_batch
-        if variant == "limit_1thread":
-            fn = lambda ts: [tok.encode(t) for t in ts]  # noqa: E731
-        base = rss()
-        times = []
-        for _ in range(int(cfg.get("inner", 2))):
-            t0 = time.perf_counter()
-            ids = fn(texts)
-            times.append(time.perf_counter() - t0)
-        n = sum(map(len, ids)) + len(ids)  # + EOS, to count like the files
-        res = {"tokens": n, "seconds": float(np.median(times))}
-    else:
-        base = rss()
-        t0 = time.perf_counter()
-        if variant == "a":  # naive: one growing Python list, saved at the end
-            ids: list[int] = []
-            for d in docs:
-                ids.extend(tok.encode(d))
-                ids.append(eos)
-            np.array(ids, dtype=dtype).tofile(out)
-            n = len(ids)
-        elif variant == "b":  # per-document encode, appended to the file at once
-            n = 0
-            with open(out, "wb") as f:
-                for d in docs:
-                    a = np.array(tok.encode(d) + [eos], dtype=dtype)
-                    a.tofile(f)
-                    n += a.size
-        elif variant == "c":
-            r = encode_corpus(docs, tok, out, val_fraction=0.01, progress=False, force=True)
-            n = r["train_tokens"] + r["val_tokens"]
-            res["backend"] = r["backend"]
-        else:
-            raise ValueError(f"unknown benchmark variant {variant!r}")
-        res.update(tokens=n, seconds=time.perf_counter() - t0)
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    res.update(peak_rss_mb=rss(), base_rss_mb=base, cpu_seconds_process=ru.ru_utime + ru.ru_stime)
-    res["rss_growth_mb"] = res["peak_rss_mb"] - base
-    res["tokens_per_s"] = res["tokens"] / max(res["seconds"], 1e-9)
-    # CPU seconds of the measured work (the limits: all inner repeats): robust when other jobs share the cores
-    res["cpu_seconds"] = res.pop("cpu_seconds_process") - cpu0
-    inner = int(cfg.get("inner", 2)) if variant in ("limit", "limit_1thread", "hf_batch") else 1
-    res["tokens_per_cpu_s"] = res["tokens"] * inner / max(res["cpu_seconds"], 1e-9)
-    return res
-
-
-def _run_child(cfg: dict, timeout: float = 3600) -> dict:
-    import subprocess
-
-    code = ("import json,sys; from azllm.tokens import _bench_child; "
-            "print('AZLLM_RESULT' + json.dumps(_bench_child(json.loads(sys.argv[1]))))")
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    p = subprocess.run([sys.executable, "-c", code, json.dumps(cfg)], capture_output=True, text=True, env=env,
-                       timeout=timeout)
-    for line in p.stdout.splitlines():
-        if line.startswith("AZLLM_RESULT"):
-            return json.loads(line[len("AZLLM_RESULT"):])
-    raise RuntimeError(f"benchmark child {cfg['variant']} failed (rc={p.returncode}):\n{p.stderr[-3000:]}")
-
-
-def _bench_get_batch(train_bin: Path, vocab_size: int, batch_size: int, block_size: int, steps: int) -> dict:
-    """get_batch batches/s vs one training step (fwd + bwd + AdamW) of a tiny Llama on the same batches."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tf = TokenFile(train_bin)
-    g = torch.Generator().manual_seed(0)
-    for _ in range(10):
-        tf.get_batch(batch_size, block_size, g)
-    n = max(200, steps * 20)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        tf.get_batch(batch_size, block_size, g)
-    gb = (time.perf_counter() - t0) / n
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=block_size)
-    model = LlamaForCausalLM(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    times = []
-    for i in range(steps + 2):
-        x, _ = tf.get_batch(batch_size, block_size, g)
-        t0 = time.perf_counter()
-        loss = model(input_ids=x, labels=x).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if i >= 2:  # warm-up
-            times.append(time.perf_counter() - t0)
-    step = float(np.median(times))
-    return {"get_batch_ms": gb * 1e3, "batches_per_s": 1 / gb, "batch_tokens_per_s": batch_size * block_size / gb,
-            "train_step_ms": step * 1e3, "get_batch_share_of_step": gb / step,
-            "model": f"LlamaForCausalLM hidden 128, 2 layers, 4 heads, vocab {vocab_size}, "
-                     f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params",
-            "batch_size": batch_size, "block_size": block_size, "torch_threads": torch.get_num_threads()}
-
-
-def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.PathLike, *, scale: int = 10,
-              repeats: int = 3, batch_size: int = 8, block_size: int = 256, train_steps: int = 5,
-              hf_batch: bool = True, out_json: str | os.PathLike | None = None, progress: bool = True) -> dict:
-    """Measure the encoders side by side, in fresh processes, in ``repeats`` interleaved rounds (medians).
-
-    Variants, each at 1x and ``scale``x the corpus (the corpus file read ``scale`` times over, never held in
-    memory): (a) naive list, (b) per-document encode + ``tofile``, (c) :func:`encode_corpus`. Also the physical
-    limit, the tokenizer's own batch encode on all cores with the documents in memory and nothing written
-    (``limit``), the same one document at a time on one thread (``limit_1thread``), and, when the tokenizer is a
-    folder with ``sp.model``, the folder's HF ``tokenizers`` backend (``hf_batch``, on 1x). Peak RSS is
-    the high-water mark of each child (``VmHWM``, see ``_bench_child``); ``rss_growth_mb`` subtracts the high-water mark
-    after imports.
-
-    Decisions: the corpus is normalized once, up front, into ``workdir/corpus.txt`` (one document per line):
-    :func:`encode_corpus` takes normalized documents, and normalizing is the same cost for every variant.
-    (a), (b) and the limits use the SentencePiece model of the folder (same ids as the folder's
-    ``tokenizer.json``, which (c) gets and maps to the same engine), so all variants use one engine.
-    ``get_batch`` is timed against one training step (fwd + bwd + AdamW) of a tiny Llama (hidden 128, 2 layers,
-    4 heads); the training issue's preset may differ in size.
-
-    >>> res = benchmark(resolved, "artifacts/default/tokenizer", "artifacts/default/bench")  # doctest: +SKIP
-    >>> print(format_benchmark(res))  # doctest: +SKIP
-    """
-    from .data import iter_documents
-    from .utils import atomic_write_json, machine_info
-
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    corpus = workdir / "corpus.txt"
-    tmp = corpus.with_suffix(".txt.tmp")
-    n_docs = n_chars = 0
-    with open(tmp, "w", encoding="utf-8") as f:
-        for d in iter_documents(resolved):
-            f.write(d.replace("\n", " ") + "\n")
-            n_docs += 1
-            n_chars += len(d)
-    os.replace(tmp, corpus)
-    tpath = Path(tokenizer_path)
-    sp_spec = str(tpath / "sp.model") if (tpath / "sp.model").is_file() else str(tpath)
-    base = {"tokenizer": sp_spec, "encoder_tokenizer": str(tpath), "corpus": str(corpus)}
-    jobs = [("limit", 1), ("limit_1thread", 1)] + [(v, s) for s in (1, scale) for v in ("a", "b", "c")]
-    if hf_batch and sp_spec != str(tpath):
-        jobs.append(("hf_batch", 1))
-    runs: dict[str, list[dict]] = {}
-    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
-    bar = None
-    if progress:
-        from .utils import progress as tqdm
-
-        bar = tqdm(total=len(jobs) * repeats, desc="benchmark", unit="run", file=sys.stderr)
-    for _ in range(repeats):
-        for v, s in jobs:
-            cfg = {**base, "variant": v, "scale": s, "out": str(workdir / f"out_{v}_{s}")}
-            if v == "hf_batch":
-                cfg.update(max_docs=max(1, n_docs // 4), inner=1)  # HF Unigram is slow: a quarter of the corpus
-            if v == "c":
-                cfg["out"] = str(workdir / f"tokens_{s}")
-            runs.setdefault(f"{v}@{s}", []).append(_run_child(cfg))
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    med = {}
-    for k, rs in runs.items():
-        med[k] = {m: float(np.median([r[m] for r in rs])) for m in
-                  ("tokens_per_s", "seconds", "peak_rss_mb", "base_rss_mb", "rss_growth_mb", "tokens",
-                   "cpu_seconds", "tokens_per_cpu_s")}
-        med[k]["runs"] = len(rs)
-        if "backend" in rs[0]:
-            med[k]["backend"] = rs[0]["backend"]
-    lim = med["limit@1"]["tokens_per_s"]
-    ratios = {
-        "c_over_limit_1x": med["c@1"]["tokens_per_s"] / lim,
-        f"c_over_limit_{scale}x": med[f"c@{scale}"]["tokens_per_s"] / lim,
-        "c_over_a_1x": med["c@1"]["tokens_per_s"] / med["a@1"]["tokens_per_s"],
-        f"c_over_a_{scale}x": med[f"c@{scale}"]["tokens_per_s"] / med[f"a@{scale}"]["tokens_per_s"],
-        "b_over_a_1x": med["b@1"]["tokens_per_s"] / med["a@1"]["tokens_per_s"],
-        "limit_over_a_1x": lim / med["a@1"]["tokens_per_s"],
-        "limit_over_1thread": lim / med["limit_1thread@1"]["tokens_per_s"],
-        "a_rss_growth_1x_to_Nx_mb": med[f"a@{scale}"]["peak_rss_mb"] - med["a@1"]["peak_rss_mb"],
-        "b_rss_growth_1x_to_Nx_mb": med[f"b@{scale}"]["peak_rss_mb"] - med["b@1"]["peak_rss_mb"],
-        "c_rss_growth_1x_to_Nx_mb": med[f"c@{scale}"]["peak_rss_mb"] - med["c@1"]["peak_rss_mb"],
-    }
-    if "hf_batch@1" in med:
-        ratios["sentencepiece_over_hf_batch"] = lim / med["hf_batch@1"]["tokens_per_s"]
-    tf = TokenFile(workdir / "tokens_1" / "train.bin")
-    gb = _bench_get_batch(tf.path, tf.vocab_size, batch_size, block_size, train_steps)
-    res = {"variants": med, "ratios": ratios, "get_batch": gb, "scale": scale, "repeats": repeats,
-           "corpus": {"documents": n_docs, "characters": n_chars, "tokens": int(med["c@1"]["tokens"]),
-                      "source": resolved.describe()},
-           "targets": {"c_over_limit>=0.85": ratios["c_over_limit_1x"] >= 0.85,
-                       "c_rss_growth<64MB": ratios["c_rss_growth_1x_to_Nx_mb"] < 64,
-                       "get_batch<1%_of_step": gb["get_batch_share_of_step"] < 0.01},
-           "machine": machine_info(), "tokenizer": str(tpath),
-           # 1-minute load average before and after the runs: above the core count, other jobs shared the CPUs
-           "load_avg_1min": [load_before[0] if load_before else None,
-                             os.getloadavg()[0] if hasattr(os, "getloadavg") else None]}
-    if out_json:
-        atomic_write_json(out_json, res)
-    return res
-
-
-_LABELS = {"a": "(a) naive list", "b": "(b) per-doc encode + tofile", "c": "(c) azllm encode_corpus",
-           "limit": "limit: batch encode, all cores, no writing", "limit_1thread": "1 thread, encode only",
-           "hf_batch": "HF tokenizers backend, batch, all cores"}
-
-
-def benchmark_table(res: dict) -> list[dict]:
-    """The benchmark's medians as rows (for a DataFrame)."""
-    rows = []
-    lim = res["variants"]["limit@1"]["tokens_per_s"]
-    a = {s: res["variants"].get(f"a@{s}", {}).get("tokens_per_s") for s in (1, res["scale"])}
-    for k, m in res["variants"].items():
-        v, s = k.split("@")
-        rows.append({"variant": _LABELS.get(v, v), "scale": f"{s}x", "Mtokens/s": m["tokens_per_s"] / 1e6,
-                     "vs limit": m["tokens_per_s"] / lim,
-                     "vs (a)": m["tokens_per_s"] / a[int(s)] if a.get(int(s)) else None,
-                     "seconds": m["seconds"], "peak RSS MB": m["peak_rss_mb"],
-                     "RSS growth MB": m["rss_growth_mb"], "tokens": int(m["tokens"]),
-                     "Mtokens/CPU-s": m["tokens_per_cpu_s"] / 1e6})
-    return rows
-
-
-def format_benchmark(res: dict) -> str:
-    """A plain-text table of :func:`benchmark`'s medians and ratios."""
-    lines = [f"{'variant':44s} {'scale':>5s} {'Mtok/s':>7s} {'vs lim':>6s} {'vs (a)':>6s} {'sec':>7s} "
-             f"{'peakRSS':>8s} {'growth':>7s} {'Mtok/CPU-s':>10s}"]
-    for r in benchmark_table(res):
-        va = f"{r['vs (a)']:.2f}" if r["vs (a)"] is not None else "-"
-        lines.append(f"{r['variant']:44s} {r['scale']:>5s} {r['Mtokens/s']:7.2f} {r['vs limit']:6.2f} {va:>6s} "
-                     f"{r['seconds']:7.2f} {r['peak RSS MB']:8.0f} {r['RSS growth MB']:7.0f} "
-                     f"{r['Mtokens/CPU-s']:10.2f}")
-    lines.append("")
-    lines += [f"{k:34s} {v:.3f}" for k, v in res["ratios"].items()]
-    g = res["get_batch"]
-    lines.append(f"get_batch({g['batch_size']}, {g['block_size']}): {g['get_batch_ms']:.3f} ms "
-                 f"({g['batches_per_s']:.0f} batches/s, {g['batch_tokens_per_s'] / 1e6:.1f} Mtok/s); "
-                 f"train step {g['train_step_ms']:.1f} ms ({g['model']}); share {g['get_batch_share_of_step']:.2%}")
-    la = res.get("load_avg_1min") or [None, None]
-    if la[0] is not None:
-        lines.append(f"load average (1 min) before/after: {la[0]:.1f} / {la[1]:.1f} on "
-                     f"{res['machine'].get('cpu_count')} cores")
-    lines.append("targets: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in res["targets"].items()))
-    return "\n".join(lines)
-
-
-def plot_benchmark(res: dict):
-    """Bar charts of throughput and peak RSS of (a), (b), (c) at 1x and Nx; returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    scales = [1, res["scale"]]
-    width = 0.38
-    for j, (metric, label) in enumerate([("tokens_per_s", "tokens/s (millions)"), ("peak_rss_mb", "peak RSS (MB)")]):
-        ax = axes[j]
-        for i, s in enumerate(scales):
-            vals = [res["variants"][f"{v}@{s}"][metric] / (1e6 if j == 0 else 1) for v in "abc"]
-            ax.bar(np.arange(3) + (i - 0.5) * width, vals, width, label=f"{s}x corpus")
-        if j == 0:
-            ax.axhline(res["variants"]["limit@1"]["tokens_per_s"] / 1e6, color="k", ls="--", lw=1,
-                       label="limit (batch encode, all cores)")
-        ax.set_xticks(range(3), ["(a) naive list", "(b) per-doc tofile", "(c) encode_corpus"])
-        ax.set_ylabel(label)
-        ax.legend(fontsize=8)
-    fig.suptitle("Encoding the corpus: throughput and memory (medians of fresh processes)")
-    fig.tight_layout()
-    return fig
-
-
-def run_benchmark(params: dict, tokenizer=None, out_json: str | os.PathLike | None = None,
-                  progress: bool = True) -> dict:
-    """:func:`benchmark` with the run's settings (``params["tokens"]["benchmark"]``) on ``params["data"]["train"]``.
-
-    ``quick``: one round, each corpus file capped at 50 KB unless ``max_bytes_per_file`` says otherwise, 3 training
-    steps; for tests and the tiny report. Work files go to ``artifacts_dir(params)/"tokens_bench"``.
-
-    >>> res = run_benchmark(load_params("params/default.yaml"))  # doctest: +SKIP
-    """
-    from .config import artifacts_dir, data_root
-    from .data import resolve_source
-
-    b = params["tokens"]["benchmark"]
-    tok = tokenizer or main_tokenizer(params)
-    spec = tok.path or params["tokens"].get("tokenizer")
-    if not spec:
-        raise TokenFileError(f"tokenizer {tok.name!r} has no path that a benchmark process could load; set "
-                             "tokens.tokenizer to a folder, a file or a tiktoken name")
-    src = dict(params["data"]["train"])
-    cap = b["max_bytes_per_file"] if b["max_bytes_per_file"] is not None else (50_000 if b["quick"] else None)
-    if cap is not None:
-        src["max_bytes_per_file"] = cap
-    resolved = resolve_source(src, data_root(params))
-    return benchmark(resolved, spec, artifacts_dir(params) / "tokens_bench", scale=int(b["scale"]),
-                     repeats=1 if b["quick"] else int(b["repeats"]), batch_size=int(b["batch_size"]),
-                     block_size=int(b["block_size"]), train_steps=3 if b["quick"] else 10, out_json=out_json,
-                     progress=progress)

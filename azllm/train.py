@@ -1,9 +1,10 @@
 """Training with the Hugging Face Trainer, fed by token files: full training from scratch, LoRA or QLoRA.
 
-One call, :func:`run_training`, turns params + a tokenizer + token files into a trained model and a plain dict of
-results (loss and bits-per-byte curves, tokens/s, peak memory, final val loss/bpb, checkpoint and final folders).
-The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
-(``torchrun --nproc-per-node 2 -m azllm.train params.yaml``). Decisions:
+One call, :func:`run_training`, turns a model + a tokenizer + token files + plain training arguments into a
+trained model and a plain dict of results (loss and bits-per-byte curves, tokens/s, peak memory, final val
+loss/bpb, checkpoint and final folders). The run layer (:func:`azllm.run.train`) builds the model from the params
+and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
+(``torchrun --nproc-per-node 2 -m azllm train params.yaml``). Decisions:
 
 - **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
   input ids; the model shifts them). The Trainer's sampler shuffles them (seeded) and, under DDP, gives each rank
@@ -23,17 +24,19 @@ The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torch
   plus optimizer, scheduler, RNG states and the Trainer state, keeping the last ``save_total_limit``. The Trainer
   writes a checkpoint folder in place, so a checkpoint only counts once ``azllm_complete.json`` is written in it
   (atomically, after everything else): resume picks the newest *complete* checkpoint and ignores a half-written one.
-- **Resume**: with ``train.resume`` a run whose output folder holds a complete checkpoint continues from it: weights,
+- **Resume**: with ``resume`` a run whose output folder holds a complete checkpoint continues from it: weights,
   optimizer, scheduler, RNG states and the data position (the Trainer replays the seeded sampler and skips the
-  batches already seen), so the loss curve is the one of an uninterrupted run (tested). The output folder's name
-  includes a hash of everything that shapes the run, so a changed run never resumes from another's checkpoint; a
-  run whose ``results.json`` already exists is returned as is.
+  batches already seen), so the loss curve is the one of an uninterrupted run (tested). The run layer names the
+  output folder by a hash of everything that shapes the run (the ``key``), so a changed run never resumes from
+  another's checkpoint, and :func:`finished_result` returns a finished run as is.
 - **Non-finite loss**: a forward hook checks every training loss; a NaN/inf raises :class:`NonFiniteLossError` at
   once (before the backward pass), naming the step and the last good checkpoint. Weights are also checked before
   each checkpoint is written, so a checkpoint never holds NaN weights.
 - **Safety**: no ``trust_remote_code``; weights are safetensors; the Trainer loads optimizer/scheduler/RNG states
   with ``torch.load(weights_only=True)``.
-- **Throughput** (:class:`ThroughputCallback`): tokens/s over optimizer steps after ``timing_warmup_steps``,
+- **Progress**: one bar of optimizer steps (:class:`ProgressBarCallback`) on the terminal or the run's log; the
+  Trainer's own bars, notebook table and log printing are off, so report pages stay clean.
+- **Throughput** (:class:`ThroughputCallback`): tokens/s over optimizer steps after ``untimed_steps``,
   leaving out intervals that contained an evaluation or a checkpoint; step time; peak memory: CUDA
   ``max_memory_allocated`` / ``max_memory_reserved``, on CPU the peak RSS sampled at every step of this run
   (``peak_rss_mb``) and the process's lifetime peak (``ru_maxrss``).
@@ -41,29 +44,25 @@ The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torch
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import torch
 
-from .config import artifacts_dir, data_root, load_params
-from .utils import atomic_write_json, peak_rss_mb, reset_peak_rss, seed_everything, vm_hwm_mb
+from .utils import atomic_write_json, peak_rss_mb, progress, reset_peak_rss, vm_hwm_mb
 
-__all__ = ["run_training", "run_summary", "compare_rows", "prepare_data", "build_training_model", "ThroughputCallback", "SafetyCallback",
-           "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "compare_methods",
-           "latest_checkpoint", "load_trained", "generate", "precision_flags", "METHODS"]
+__all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
+           "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
+           "load_trained", "generate", "precision_flags", "METHODS"]
 
 METHODS = ("full", "lora", "qlora")
 COMPLETE = "azllm_complete.json"
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -71,41 +70,6 @@ class NonFiniteLossError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------------------------------- data
-
-def prepare_data(P: dict, *, progress: bool = True) -> dict:
-    """The run's tokenizer and token files: ``{"tokenizer": Tok, "tokenizer_dir", "train", "val", "dev": {...}}``.
-
-    The tokenizer is ``azllm.tokens.main_tokenizer(P)`` (the run's tokenizer, trained once into
-    ``artifacts_dir(P)/tokenizer`` and shared with the other notebooks) and the corpus goes through
-    ``azllm.tokens.encode_run(P)`` (``tokens`` params: directory, val fraction, split seed). Each ``data.eval`` set
-    (all of it) goes to ``artifacts_dir(P)/tokens_dev/<name>``. All of it is idempotent.
-    """
-    from . import tokens as T
-    from .data import iter_documents, resolve_source
-    from .tokenizer import load_tokenizer, train_tokenizer
-
-    root = data_root(P)
-    if hasattr(T, "main_tokenizer") and hasattr(T, "encode_run"):  # the tokens module's run-level helpers
-        tok = T.main_tokenizer(P)
-        res = T.encode_run(P, tok, progress=progress)
-    else:
-        resolved = resolve_source(P["data"]["train"], root)
-        tp = P["tokenizer"]
-        opts = {k: tp[k] for k in ("vocab_size", "model_type", "character_coverage", "byte_fallback", "split_digits",
-                                   "max_piece_length", "affix_presplit", "split_by_whitespace",
-                                   "input_sentence_size", "num_threads")}
-        folder = train_tokenizer(iter_documents(resolved), artifacts_dir(P) / "tokenizer", seed=P["seed"], **opts)
-        tok = load_tokenizer(folder)
-        res = T.encode_source(resolved, tok, artifacts_dir(P) / "tokens", val_fraction=0.01, seed=0,
-                              progress=progress)
-    dev = {}
-    for name, spec in (P["data"].get("eval") or {}).items():
-        r = T.encode_source(resolve_source(spec, root), tok, artifacts_dir(P) / "tokens_dev" / name,
-                            val_fraction=0.0, seed=0, progress=False)
-        dev[name] = r["train"]
-    return {"tokenizer": tok, "tokenizer_dir": tok.path, "train": res["train"], "val": res["val"], "dev": dev,
-            "encode": {k: v for k, v in res.items() if isinstance(v, (int, float, str, bool))}}
-
 
 def count_bytes(ids, tokenizer, eos_id: int | None = None) -> int:
     """UTF-8 bytes of the text that ``ids`` decode to, each EOS counting 1 byte (the document separator).
@@ -166,7 +130,7 @@ def _trainer_callback_base():
 
 
 class ThroughputCallback(_trainer_callback_base()):
-    """Tokens/s (after ``warmup_steps``, without eval/save intervals), step time and peak memory of a run.
+    """Tokens/s (after ``untimed_steps``, without eval/save intervals), step time and peak memory of a run.
 
     Peak memory: on CUDA ``max_memory_allocated`` / ``max_memory_reserved`` since the start of training; on CPU
     ``peak_rss_mb`` is the process's RSS high-water mark since the start of training (Linux ``VmHWM``, reset at
@@ -177,9 +141,9 @@ class ThroughputCallback(_trainer_callback_base()):
     :meth:`summary`; per-step times in ``step_times``.
     """
 
-    def __init__(self, tokens_per_step: int, warmup_steps: int = 5):
+    def __init__(self, tokens_per_step: int, untimed_steps: int):
         self.tokens_per_step = int(tokens_per_step)
-        self.warmup_steps = int(warmup_steps)
+        self.untimed_steps = int(untimed_steps)
         self.step_times: list[float] = []
         self._last = None
         self._dirty = False
@@ -200,16 +164,11 @@ class ThroughputCallback(_trainer_callback_base()):
 
     def on_step_end(self, args, state, control, **kw):
         now = self._now()
-        if not self._dirty and state.global_step - self._start_step > self.warmup_steps:
+        if not self._dirty and state.global_step - self._start_step > self.untimed_steps:
             self.step_times.append(now - self._last)
         self._dirty = False
         self._last = now
-        try:
-            import psutil
-
-            self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
-        except ImportError:
-            pass
+        self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
 
     def on_evaluate(self, args, state, control, **kw):
         self._dirty = True
@@ -296,6 +255,31 @@ class SafetyCallback(_trainer_callback_base()):
         self.handle.remove()
 
 
+class ProgressBarCallback(_trainer_callback_base()):
+    """A progress bar of the optimizer steps on :func:`azllm.utils.progress` (the terminal or the run's log),
+    with the last logged loss; the Trainer's own bars and log printing are switched off."""
+
+    def __init__(self):
+        self.bar = None
+
+    def on_train_begin(self, args, state, control, **kw):
+        if state.is_world_process_zero:
+            self.bar = progress(total=state.max_steps, initial=state.global_step, desc="training", unit="step")
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if self.bar is not None and logs and "loss" in logs:
+            self.bar.set_postfix(loss=f"{logs['loss']:.3f}")
+
+    def on_train_end(self, args, state, control, **kw):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     """The newest complete checkpoint (``checkpoint-N`` holding ``azllm_complete.json``) of a run, or None."""
     d = Path(output_dir)
@@ -325,67 +309,7 @@ def precision_flags(precision: str) -> dict:
     raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
 
 
-def build_training_model(P: dict, tokenizer, method: str, base: str | os.PathLike | None = None,
-                         seed: int | None = None):
-    """The model a run trains: from scratch (``model.preset``), or a base (``base`` argument, else
-    ``model.base``) with the tokenizer swapped in when its vocabulary differs; Liger applied; LoRA/QLoRA wrapped.
-
-    Returns ``(model, info)`` with ``info = {"liger": ..., "parameters": ..., "source": ...}``.
-    """
-    from .lora import apply_lora, quantize_model
-    from .model import apply_liger, build_model, count_parameters, load_base_with_tokenizer_swap, model_config
-
-    if method not in METHODS:
-        raise ValueError(f"train.method must be one of {METHODS}, got {method!r}")
-    M = P["model"]
-    dtype = _DTYPES[M["dtype"]]
-    seed = P["seed"] if seed is None else seed
-    base = base or M["base"]
-    if base is None:
-        model = build_model(model_config(M["preset"], tokenizer.vocab_size, **(M["config"] or {})), dtype=dtype,
-                            seed=seed)
-        source = f"random init, preset {M['preset']}"
-    elif (Path(base) / "azllm_model.json").is_file():  # a model trained by azllm with this tokenizer
-        from transformers import LlamaForCausalLM
-
-        model = LlamaForCausalLM.from_pretrained(str(base), dtype=dtype, use_safetensors=True)
-        source = f"azllm model {base}"
-    else:
-        model = load_base_with_tokenizer_swap(base, M["base_tokenizer"] or base, tokenizer, dtype=dtype,
-                                              init=M["swap_init"])
-        source = f"base {base}, tokenizer swapped ({M['swap_init']} init)"
-    if model.config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"model vocab {model.config.vocab_size} != tokenizer vocab {tokenizer.vocab_size}")
-    liger = apply_liger(model, M["liger"])
-    if method == "qlora":
-        q = M["quant"]
-        qmodel = quantize_model(model, bits=q["bits"], double_quant=q["double_quant"], quant_type=q["quant_type"],
-                                compute_dtype=_DTYPES[q["compute_dtype"]])
-        if liger["applied"]:  # quantize_model reloads the model: patch the new instance
-            liger = apply_liger(qmodel, liger["applied"])
-        model = qmodel
-    if method in ("lora", "qlora"):
-        L = P["model"]["lora"]
-        torch.manual_seed(seed)
-        model = apply_lora(model, r=L["r"], alpha=L["alpha"], dropout=L["dropout"], use_rslora=L["use_rslora"],
-                           target_modules=L["target_modules"] or "all-linear", kbit=(method == "qlora"),
-                           gradient_checkpointing=P["train"]["gradient_checkpointing"])
-    return model, {"liger": liger, "parameters": count_parameters(model), "source": source}
-
-
 # ---------------------------------------------------------------------------------------------------- train
-
-def _run_key(P: dict, method: str, base, max_steps: int, lr: float, tokenizer, token_files: dict) -> str:
-    from .tokens import read_header
-
-    blob = {"model": P["model"], "train": {k: v for k, v in P["train"].items()
-                                           if k not in ("resume", "compare", "compare_steps", "compare_lr",
-                                                        "generate")},
-            "method": method, "base": str(base) if base else None, "max_steps": max_steps, "lr": lr,
-            "seed": P["seed"], "tokenizer": tokenizer.fingerprint,
-            "data": {k: read_header(v).get("key") for k, v in token_files.items()}}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
 
 def _curves(log_history: list[dict]) -> dict:
     train = [{"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
@@ -400,75 +324,63 @@ def _curves(log_history: list[dict]) -> dict:
     return {"train": train, "eval": evals}
 
 
-def run_training(P: dict, *, tokenizer, token_files: dict, dev_files: dict | None = None, method: str | None = None,
-                 base: str | os.PathLike | None = None, max_steps: int | None = None, lr: float | None = None,
-                 output_dir: str | os.PathLike | None = None, resume: bool | None = None,
-                 callbacks: list | tuple = (), progress: bool = True) -> dict:
-    """Train one model with the HF Trainer and return a plain dict of results.
+def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
+    """The ``results.json`` of a run in ``output_dir`` that finished with the same ``key``, else None."""
+    path = Path(output_dir) / "results.json"
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if done.get("key") == key:
+            return {**done, "cached": True}
+    return None
 
-    ``token_files``: ``{"train": path, "val": path}`` (:mod:`azllm.tokens` files made with ``tokenizer``);
-    ``dev_files``: ``{name: path}`` extra eval sets (see :func:`prepare_data`). ``method`` / ``max_steps`` / ``lr``
-    default to ``P["train"]``; ``base`` to ``P["model"]["base"]``. The output folder defaults to
-    ``artifacts_dir(P)/train/<method>-<hash>``.
+
+def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: str | os.PathLike, key: str,
+                 block_size: int, batch_size: int, grad_accum: int, max_steps: int, lr: float, min_lr_ratio: float,
+                 warmup_steps: int, weight_decay: float, betas, grad_clip: float, optimizer: str, precision: str,
+                 gradient_checkpointing: bool, eval_steps: int, eval_max_tokens: int | None, eval_batch_size: int,
+                 logging_steps: int, save_steps: int, save_total_limit: int, resume: bool, untimed_steps: int,
+                 seed: int, info: dict | None = None, callbacks: list | tuple = (), progress: bool = True) -> dict:
+    """Train ``model`` with the HF Trainer on a token file and return a plain dict of results.
+
+    ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
+    and dev sets); ``key``: what identifies the run (written to ``results.json``, see :func:`finished_result`);
+    ``info``: what the caller knows about the model (Liger report, parameters, source), copied to the results.
+    The Trainer's own arguments are named as in :class:`azllm.config.TrainConfig`.
+
+    Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
+    -> final evaluation -> final model folder -> ``results.json``.
 
     Returns ``{"method", "output_dir", "final_dir", "checkpoint", "curves": {"train": [...], "eval": {set: [...]}},
-    "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "liger": {...}, "parameters": {...},
-    "steps", "seconds", "resumed_from", "eval_sets": {...}}``.
-
-    >>> r = run_training(P, tokenizer=tok, token_files={"train": ..., "val": ...})  # doctest: +SKIP
-    >>> r["final"]["val"]["bpb"]  # doctest: +SKIP
+    "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "steps", "seconds", "resumed_from",
+    "eval_sets": {...}, **info}`` plus ``model`` and ``trainer`` (not in the JSON).
     """
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from .lora import make_optimizer
     from .tokens import TokenFile, TokenWindowDataset
 
-    T = P["train"]
-    method = method or T["method"]
-    max_steps = int(max_steps or T["max_steps"])
-    lr = float(lr if lr is not None else T["lr"])
-    resume = T["resume"] if resume is None else resume
-    key = _run_key(P, method, base, max_steps, lr, tokenizer, token_files)
-    out = Path(output_dir) if output_dir else artifacts_dir(P) / "train" / f"{method}-{key}"
+    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results_path = out / "results.json"
-    if resume and results_path.is_file():
-        done = json.loads(results_path.read_text())
-        if done.get("key") == key:
-            done["cached"] = True
-            return done
-    seed_everything(P["seed"])
-    model, info = build_training_model(P, tokenizer, method, base=base)
-
-    train_tf = TokenFile(token_files["train"], tokenizer)
-    train_ds = TokenWindowDataset(train_tf, T["block_size"])
-    eval_sets = {"val": token_files["val"], **(dev_files or {})}
-    if T["dev_sets"] is not None:
-        eval_sets = {k: v for k, v in eval_sets.items() if k == "val" or k in T["dev_sets"]}
-    eval_info = {name: make_eval_set(path, tokenizer, T["block_size"], T["eval_max_tokens"])
-                 for name, path in eval_sets.items()}
+    eval_info = {name: make_eval_set(path, tokenizer, block_size, eval_max_tokens) for name, path in eval_files.items()}
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    tps = T["batch_size"] * T["grad_accum"] * T["block_size"] * world
-    throughput = ThroughputCallback(tps, T["timing_warmup_steps"])
+    throughput = ThroughputCallback(batch_size * grad_accum * block_size * world, untimed_steps)
     safety = SafetyCallback(model, eval_info, out)
-    args = TrainingArguments(
-        output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=T["batch_size"],
-        per_device_eval_batch_size=T["eval_batch_size"], gradient_accumulation_steps=T["grad_accum"],
-        learning_rate=lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(T["min_lr_ratio"])}, warmup_steps=T["warmup_steps"],
-        weight_decay=T["weight_decay"], max_grad_norm=T["grad_clip"], logging_steps=T["logging_steps"],
-        eval_strategy="steps", eval_steps=T["eval_steps"], save_strategy="steps", save_steps=T["save_steps"],
-        save_total_limit=T["save_total_limit"], activation_checkpointing=T["gradient_checkpointing"],
-        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=[], seed=P["seed"],
-        data_seed=P["seed"], dataloader_num_workers=0, logging_nan_inf_filter=False,
-        remove_unused_columns=False, disable_tqdm=not progress, use_cpu=not torch.cuda.is_available(),
-        ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None, prediction_loss_only=True,
-        **precision_flags(T["precision"]))
-    optimizer = make_optimizer(model, T["optimizer"], lr=lr, weight_decay=T["weight_decay"],
-                               betas=tuple(T["betas"]))
-    trainer = Trainer(model=model, args=args, train_dataset=train_ds,
-                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
-                      optimizers=(optimizer, None), callbacks=[safety, throughput, *callbacks])
+    args = _training_arguments(out, world=world, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
+                               lr=lr, min_lr_ratio=min_lr_ratio, warmup_steps=warmup_steps,
+                               weight_decay=weight_decay, grad_clip=grad_clip, precision=precision,
+                               gradient_checkpointing=gradient_checkpointing, eval_steps=eval_steps,
+                               eval_batch_size=eval_batch_size, logging_steps=logging_steps, save_steps=save_steps,
+                               save_total_limit=save_total_limit, seed=seed)
+    opt = make_optimizer(model, optimizer, lr=lr, weight_decay=weight_decay, betas=tuple(betas))
+    trainer = Trainer(model=model, args=args,
+                      train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), block_size),
+                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()}, optimizers=(opt, None),
+                      callbacks=[safety, throughput, *callbacks])
+    trainer.remove_callback(PrinterCallback)  # log dicts stay out of stdout (and out of report pages)
+    trainer.remove_callback(ProgressCallback)
+    if progress:
+        trainer.add_callback(ProgressBarCallback())
     ck = latest_checkpoint(out) if resume else None
     t0 = time.perf_counter()
     try:
@@ -476,61 +388,71 @@ def run_training(P: dict, *, tokenizer, token_files: dict, dev_files: dict | Non
     finally:
         safety.handle.remove()
     seconds = time.perf_counter() - t0
-    last = [h for h in trainer.state.log_history if "eval_val_loss" in h]
-    if last and last[-1]["step"] == trainer.state.global_step:  # evaluated at the last step already
-        final_metrics = {k: v for h in trainer.state.log_history if h.get("step") == trainer.state.global_step
-                         for k, v in h.items() if k.startswith("eval_")}
+    final = _final_metrics(trainer, safety, eval_info)
+    final_dir = _save_final(trainer, out, {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path,
+                                           "key": key, **{k: v for k, v in (info or {}).items() if k == "method"}})
+    result = {
+        "key": key, "output_dir": str(out), "final_dir": str(final_dir),
+        "checkpoint": str(latest_checkpoint(out)) if latest_checkpoint(out) else None,
+        "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
+        "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
+        "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
+        "world_size": world, "precision": precision_flags(precision), "lr": lr, "max_steps": max_steps,
+        "cached": False, **(info or {}),
+    }
+    if trainer.is_world_process_zero():
+        atomic_write_json(out / "results.json", result)
+    return {**result, "model": model, "trainer": trainer}
+
+
+def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: int, grad_accum: int, lr: float,
+                        min_lr_ratio: float, warmup_steps: int, weight_decay: float, grad_clip: float,
+                        precision: str, gradient_checkpointing: bool, eval_steps: int, eval_batch_size: int,
+                        logging_steps: int, save_steps: int, save_total_limit: int, seed: int):
+    """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
+    no reporting, the seed for the model's sampler too, gloo for CPU DDP."""
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=batch_size,
+        per_device_eval_batch_size=eval_batch_size, gradient_accumulation_steps=grad_accum,
+        learning_rate=lr, lr_scheduler_type="cosine_with_min_lr",
+        lr_scheduler_kwargs={"min_lr_rate": float(min_lr_ratio)}, warmup_steps=warmup_steps,
+        weight_decay=weight_decay, max_grad_norm=grad_clip, logging_steps=logging_steps,
+        eval_strategy="steps", eval_steps=eval_steps, save_strategy="steps", save_steps=save_steps,
+        save_total_limit=save_total_limit, activation_checkpointing=gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=[], seed=seed,
+        data_seed=seed, dataloader_num_workers=0, logging_nan_inf_filter=False,
+        remove_unused_columns=False, disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
+        ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None, prediction_loss_only=True,
+        **precision_flags(precision))
+
+
+def _final_metrics(trainer, safety, eval_info: dict) -> dict:
+    """Loss, perplexity and bpb of every eval set at the last step (evaluated again unless it just was)."""
+    hist = trainer.state.log_history
+    step = trainer.state.global_step
+    last = [h for h in hist if "eval_val_loss" in h]
+    if last and last[-1]["step"] == step:
+        metrics = {k: v for h in hist if h.get("step") == step for k, v in h.items() if k.startswith("eval_")}
     else:
-        final_metrics = trainer.evaluate()
-        safety.on_evaluate(args, trainer.state, trainer.control, metrics=final_metrics)
-    final = {name: {"loss": final_metrics.get(f"eval_{name}_loss"), "ppl": final_metrics.get(f"eval_{name}_ppl"),
-                    "bpb": final_metrics.get(f"eval_{name}_bpb")} for name in eval_info}
+        metrics = trainer.evaluate()
+        safety.on_evaluate(trainer.args, trainer.state, trainer.control, metrics=metrics)
+    return {name: {m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")} for name in eval_info}
+
+
+def _save_final(trainer, out: Path, meta: dict) -> Path:
+    """The final model (adapters alone for LoRA) in ``out/final``, written to a temporary folder and renamed."""
     final_dir = out / "final"
     if trainer.is_world_process_zero():
         tmp = out / f".final.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         trainer.save_model(str(tmp))
-        atomic_write_json(tmp / "azllm_model.json", {"method": method, "tokenizer": tokenizer.fingerprint,
-                                                     "tokenizer_path": tokenizer.path, "key": key})
+        atomic_write_json(tmp / "azllm_model.json", meta)
         if final_dir.exists():
             shutil.rmtree(final_dir)
         os.replace(tmp, final_dir)
-    result = {
-        "key": key, "method": method, "output_dir": str(out), "final_dir": str(final_dir),
-        "checkpoint": str(latest_checkpoint(out)) if latest_checkpoint(out) else None,
-        "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
-        "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
-        "liger": info["liger"], "parameters": info["parameters"], "source": info["source"],
-        "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
-        "world_size": world, "precision": precision_flags(T["precision"]), "lr": lr, "max_steps": max_steps,
-        "cached": False,
-    }
-    if trainer.is_world_process_zero():
-        atomic_write_json(results_path, result)
-    result["model"] = model
-    result["trainer"] = trainer
-    return result
-
-
-def compare_methods(params_file: str | os.PathLike, methods: list[str], *, base: str | os.PathLike,
-                    max_steps: int, lr: float, timeout: float = 3600) -> list[dict]:
-    """Train each method (``full`` / ``lora`` / ``qlora``) from the same ``base`` for ``max_steps``, each in its own
-    process (``python -m azllm.train``), so that peak memory is the method's own. Returns their results dicts.
-    Runs already finished with the same inputs are reused (see :func:`run_training`).
-    """
-    import subprocess
-
-    rows = []
-    for m in methods:
-        cmd = [sys.executable, "-m", "azllm.train", str(params_file), "--method", m, "--base", str(base),
-               "--max-steps", str(int(max_steps)), "--lr", repr(float(lr))]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, "TQDM_DISABLE": "1"})
-        if p.returncode != 0:
-            raise RuntimeError(f"{m} run failed ({' '.join(cmd)}):\n{p.stderr[-3000:]}")
-        path = Path(p.stdout.strip().splitlines()[-1])
-        rows.append(json.loads(path.read_text()))
-    return rows
+    return final_dir
 
 
 def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):
@@ -572,65 +494,3 @@ def generate(model, tokenizer, prompts: list[str], *, max_new_tokens: int = 40, 
             row[mode] = tokenizer.decode(outp[0, ids.shape[1]:].tolist()).replace("</s>", " ⏎ ")
         rows.append(row)
     return rows
-
-
-# --------------------------------------------------------------------------------------------- report rows
-
-def run_summary(result: dict) -> dict:
-    """The numbers of one :func:`run_training` result that the report shows and records, flat: method, parameters,
-    steps, time, tokens/s, step time, peak memory (RSS; CUDA allocated/reserved on a GPU), Liger flags, the first
-    evaluated val loss and the final loss/ppl/bpb of every eval set (``final_<set>_<metric>``)."""
-    thr = result["throughput"]
-    ev = result["curves"]["eval"]
-    out = {"method": result["method"], "source": result["source"],
-           "main_parameters": result["parameters"]["total"], "main_trainable": result["parameters"]["trainable"],
-           "main_steps": result["steps"], "train_seconds": round(result["seconds"], 1),
-           "tokens_per_s": round(thr["tokens_per_s"] or 0, 1), "step_time_s": thr["step_time_s"],
-           "peak_rss_mb": thr["peak_rss_mb"],
-           **{k: thr[k] for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb") if k in thr},
-           "liger_requested": result["liger"]["requested"], "liger_applied": result["liger"]["applied"],
-           "liger_reason": result["liger"]["reason"]}
-    if ev.get("val"):
-        out.update(first_val_loss=ev["val"][0]["loss"], first_val_step=ev["val"][0]["step"])
-    out.update({f"final_{name}_{m}": v for name, f in result["final"].items() for m, v in f.items()})
-    return out
-
-
-def compare_rows(runs: list[dict]) -> list[dict]:
-    """One row per comparison run (:func:`compare_methods`): trainable/total parameters, tokens/s, step time,
-    peak memory and the final val loss and bpb."""
-    rows = []
-    for r in runs:
-        t = r["throughput"]
-        rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
-                     "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
-                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
-                     **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
-                     "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
-    return rows
-
-
-# ------------------------------------------------------------------------------------------------------ CLI
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m azllm.train params.yaml [--method lora] [--max-steps N] [--base DIR] [--output-dir DIR]``;
-    also under ``torchrun --nproc-per-node K -m azllm.train ...``. Prints the results JSON path."""
-    ap = argparse.ArgumentParser(prog="azllm.train", description=main.__doc__)
-    ap.add_argument("params")
-    ap.add_argument("--method", choices=METHODS)
-    ap.add_argument("--max-steps", type=int)
-    ap.add_argument("--lr", type=float)
-    ap.add_argument("--base")
-    ap.add_argument("--output-dir")
-    a = ap.parse_args(argv)
-    P = load_params(a.params)
-    data = prepare_data(P, progress=False)
-    r = run_training(P, tokenizer=data["tokenizer"], token_files={"train": data["train"], "val": data["val"]},
-                     dev_files=data["dev"], method=a.method, base=a.base, max_steps=a.max_steps, lr=a.lr,
-                     output_dir=a.output_dir)
-    print(Path(r["output_dir"]) / "results.json")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

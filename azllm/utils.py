@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -13,10 +14,48 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_write_json", "seed_everything", "machine_info",
-           "package_versions", "git_commit", "peak_rss_mb", "vm_hwm_mb", "reset_peak_rss", "progress", "PACKAGES"]
+           "package_versions", "git_commit", "json_hash", "torch_dtype", "DTYPES", "REPO_ROOT", "LIGER_KERNELS", "OPTIMIZERS", "peak_rss_mb", "vm_hwm_mb", "reset_peak_rss", "progress", "PACKAGES"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The repository root (notebooks/, params/), for an editable install."""
+
+DTYPES = ("fp32", "bf16", "fp16")
+"""The dtype names of azllm; :func:`torch_dtype` maps them to torch."""
+
+LIGER_KERNELS = ("rope", "rms_norm", "swiglu", "fused_linear_cross_entropy", "cross_entropy")
+"""Liger Kernel's kernels that azllm applies to a Llama (:func:`azllm.model.apply_liger`)."""
+
+OPTIMIZERS = ("adamw", "adamw_8bit", "paged_adamw_8bit")
+"""Optimizer names (:func:`azllm.lora.make_optimizer`)."""
 
 PACKAGES = ["azllm", "torch", "transformers", "accelerate", "liger-kernel", "triton", "peft", "bitsandbytes",
             "sentencepiece", "tokenizers", "tiktoken", "datasets", "numpy", "papermill", "nbconvert", "matplotlib"]
+
+
+def json_hash(obj: Any, n: int | None = 16) -> str:
+    """sha256 of the canonical JSON of ``obj`` (sorted keys), first ``n`` hex digits (None: all 64). The one
+    hash-of-JSON helper of azllm: params hashes, run keys, token-file keys, tokenizer reuse keys.
+
+    >>> json_hash({"a": 1, "b": [1, 2]}) == json_hash({"b": [1, 2], "a": 1})
+    True
+    """
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()
+    h = hashlib.sha256(blob).hexdigest()
+    return h if n is None else h[:n]
+
+
+def torch_dtype(name: str):
+    """The torch dtype of an azllm dtype name (``fp32`` | ``bf16`` | ``fp16``).
+
+    >>> torch_dtype("bf16")
+    torch.bfloat16
+    """
+    import torch
+
+    table = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if name not in table:
+        raise ValueError(f"dtype must be one of {list(table)}, got {name!r}")
+    return table[name]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -50,19 +89,12 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (CPU and CUDA)."""
+    import numpy as np
+    import torch
+
     random.seed(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed % 2**32)
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        torch.manual_seed(seed)
-    except ImportError:
-        pass
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 def machine_info() -> dict:
@@ -74,21 +106,14 @@ def machine_info() -> dict:
         "processor": _cpu_name(),
         "cpu_count": os.cpu_count(),
     }
-    try:
-        import psutil
+    import psutil
+    import torch
 
-        info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        info["cuda"] = torch.cuda.is_available()
-        if torch.cuda.is_available():
-            info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            info["cuda_version"] = torch.version.cuda
-    except ImportError:
-        pass
+    info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
+    info["cuda"] = torch.cuda.is_available()
+    if torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        info["cuda_version"] = torch.version.cuda
     return info
 
 
@@ -163,14 +188,75 @@ def peak_rss_mb() -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024
 
 
-def progress(iterable=None, **kwargs):
-    """A tqdm progress bar that also reads well in executed notebooks: plain text (no widgets), refreshed at most
-    every 5 s when stderr is not a terminal, so that an HTML report keeps a short trace instead of hundreds of lines.
-    """
+LOG_ENV = "AZLLM_LOG"
+"""Environment variable naming the run's log file. The report runner sets it for the notebook kernels: progress
+bars and library warnings then go to that file (which the runner echoes to the terminal of ``make report``), not
+into the HTML pages."""
+
+
+def log_stream():
+    """Where progress and warnings go: the file named by ``$AZLLM_LOG`` (appended, line-buffered), else stderr."""
     import sys
 
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        return sys.stderr
+    global _LOG
+    if _LOG is None or _LOG.name != path or _LOG.closed:
+        _LOG = open(path, "a", encoding="utf-8", buffering=1)
+    return _LOG
+
+
+_LOG = None
+
+
+def progress(iterable=None, **kwargs):
+    """A plain-text tqdm progress bar on :func:`log_stream` (the terminal or the run's log, never the report page).
+
+    >>> sum(progress(range(3), disable=True))
+    3
+    """
     from tqdm import tqdm
 
-    if not sys.stderr.isatty():
+    stream = log_stream()
+    kwargs.setdefault("file", stream)
+    if not (hasattr(stream, "isatty") and stream.isatty()):
         kwargs.setdefault("mininterval", 5.0)
     return tqdm(iterable, **kwargs)
+
+
+def route_warnings() -> None:
+    """Send Python warnings and logging records to :func:`log_stream` (light: no heavy import). ``import azllm``
+    calls it when ``$AZLLM_LOG`` is set, i.e. in the report's kernels, before any library can warn."""
+    import logging
+    import warnings
+
+    stream = log_stream()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        stream.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def route_library_output() -> None:
+    """:func:`route_warnings`, and the progress bars and loggers of transformers / datasets / huggingface_hub off
+    the notebook's output (called by :func:`azllm.run.setup`)."""
+    route_warnings()
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    import logging
+
+    import datasets
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_default_handler()
+    transformers.utils.logging.enable_propagation()  # to the root logger, i.e. the log
+    datasets.disable_progress_bars()
+    logging.getLogger("datasets").propagate = True

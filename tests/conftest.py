@@ -1,18 +1,55 @@
+"""Shared test setup: the fixture corpus, the full shared data tier, and the one tiny model shape.
+
+Two tiers, one skip mechanism:
+
+- every test runs on the committed fixture corpus (``tests/fixtures``, a data root with a slice of the shared
+  data; see its README) and never skips for lack of data;
+- tests marked ``needs_shared`` need the full shared folder (the whole corpus, the baseline tokenizers). They run
+  when ``../shared`` is beside the repository (or ``$AZLLM_SHARED`` names it) and skip otherwise, saying so.
+
+``slow`` marks tests over ~20 s on 2 cores; ``make test-fast`` leaves out both ``slow`` and ``needs_shared``.
+"""
+
 import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+# the one tiny model shape of the tests (LlamaConfig fields laid over the "tiny" preset)
+TINY_MODEL = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "num_key_value_heads": 2}
 
 # scripts that tests start in subprocesses (not test modules; --doctest-modules must not import them)
-collect_ignore = ["liger_parity.py", "train_entry.py", "train_helpers.py"]
+collect_ignore = ["liger_parity.py", "train_entry.py", "train_helpers.py", "fresh_targets.py"]
+
+
+def shared_root() -> Path | None:
+    """The full shared folder: ``$AZLLM_SHARED``, else ``../shared`` beside the repository, when it holds data."""
+    root = Path(os.environ.get("AZLLM_SHARED") or REPO.parent / "shared")
+    return root if (root / "data" / "az" / "train").is_dir() and (root / "tokenizers").is_dir() else None
+
+
+def pytest_collection_modifyitems(config, items):
+    if shared_root() is not None:
+        return
+    skip = pytest.mark.skip(reason="needs the full shared data (../shared beside the repository, or $AZLLM_SHARED)")
+    for item in items:
+        if "needs_shared" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
 def data_root() -> Path:
-    """The data root of the shared corpus ($AZLLM_DATA_ROOT; `make test` sets it to ../shared when present)."""
-    root = os.environ.get("AZLLM_DATA_ROOT")
-    if not root or not (Path(root) / "data").is_dir():
-        pytest.skip("AZLLM_DATA_ROOT is not set to a folder with data/ (run `make test` or export it)")
-    return Path(root)
+    """The fixture corpus, laid out like a data root (``data/az/train``, ``data/az/dev``)."""
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The full shared folder; only for tests marked ``needs_shared``."""
+    root = shared_root()
+    assert root is not None, "mark this test needs_shared"
+    return root

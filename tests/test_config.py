@@ -1,8 +1,10 @@
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from azllm.config import ParamsError, data_root, load_params, params_hash
+from azllm import run
+from azllm.config import Config, ParamsError, load_params
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -11,13 +13,37 @@ def test_every_params_file_loads():
     files = sorted((REPO / "params").glob("*.yaml"))
     assert files
     for f in files:
-        p = load_params(f)
-        assert p["run_name"]
+        assert isinstance(load_params(f), Config) and load_params(f).run_name
+
+
+def test_default_params_file_holds_only_what_differs():
+    """params/default.yaml is the defaults: the typed config is the one place they live."""
+    assert load_params(REPO / "params/default.yaml") == load_params(None)
+
+
+def test_every_field_is_documented():
+    def walk(cls, where):
+        for name, f in cls.model_fields.items():
+            assert f.description, f"{where}.{name} has no docstring"
+            ann = f.annotation
+            inner = getattr(ann, "__args__", (ann,))[-1] if getattr(ann, "__origin__", None) is dict else ann
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                walk(inner, f"{where}.{name}")
+                seen.add(inner)
+
+    seen = set()
+    walk(Config, "params")
+    assert len(seen) >= 15  # every section was visited
 
 
 def test_defaults_filled_and_overrides():
-    p = load_params(None, overrides={"tokenizer": {"vocab_size": 8000}})
-    assert p["tokenizer"]["vocab_size"] == 8000 and p["tokenizer"]["model_type"] == "unigram"
+    p = load_params(None, overrides={"tokenizer": {"vocab_size": 16000}})
+    assert p.tokenizer.vocab_size == 16000 and p.tokenizer.model_type == "bpe" and p.train.lr == 3e-3
+
+
+def test_user_maps_replace_the_default_map():
+    p = load_params(None, overrides={"baselines": {"gpt2": {"path": "tokenizers/gpt2"}}})
+    assert list(p.baselines) == ["gpt2"] and p.baselines["gpt2"].hub is None
 
 
 def test_unknown_key_is_named_with_allowed_keys(tmp_path):
@@ -26,7 +52,13 @@ def test_unknown_key_is_named_with_allowed_keys(tmp_path):
     with pytest.raises(ParamsError) as e:
         load_params(f)
     msg = str(e.value)
-    assert "tokenizer.vocab_sise" in msg and "vocab_size" in msg and "allowed keys" in msg
+    assert "tokenizer.vocab_sise" in msg and "vocab_size" in msg and "allowed keys in tokenizer" in msg
+
+
+def test_unknown_key_inside_a_user_map(tmp_path):
+    with pytest.raises(ParamsError, match=r"baselines\.gpt2\.pth; allowed keys in baselines\.gpt2: hub, path, "
+                                          r"tiktoken"):
+        load_params(None, overrides={"baselines": {"gpt2": {"pth": "x"}}})
 
 
 def test_unknown_top_level_key(tmp_path):
@@ -39,8 +71,10 @@ def test_unknown_top_level_key(tmp_path):
 def test_wrong_type(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("seed: abc\n")
-    with pytest.raises(ParamsError, match="seed"):
+    with pytest.raises(ParamsError, match="seed: Input should be a valid integer"):
         load_params(f)
+    with pytest.raises(ParamsError, match="model.dtype: Input should be 'fp32', 'bf16' or 'fp16'"):
+        load_params(None, overrides={"model": {"dtype": "float32"}})
 
 
 def test_secrets_refused(tmp_path):
@@ -51,16 +85,15 @@ def test_secrets_refused(tmp_path):
 
 
 def test_hash_is_stable_and_sensitive():
-    a = load_params(None)
-    b = load_params(None)
-    assert params_hash(a) == params_hash(b)
-    assert params_hash(a) != params_hash(load_params(None, overrides={"seed": 2}))
+    a, b = load_params(None), load_params(None)
+    assert a.hash() == b.hash() and len(a.hash()) == 16
+    assert a.hash() != load_params(None, overrides={"seed": 2}).hash()
 
 
 def test_data_root_from_params_or_env(monkeypatch, tmp_path):
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(tmp_path))
-    assert data_root(load_params(None)) == tmp_path.resolve()
+    assert run.data_root(load_params(None)) == tmp_path.resolve()
     other = tmp_path / "other"
-    assert data_root(load_params(None, overrides={"data": {"root": str(other)}})) == other.resolve()
+    assert run.data_root(load_params(None, overrides={"data": {"root": str(other)}})) == other.resolve()
     monkeypatch.delenv("AZLLM_DATA_ROOT")
-    assert data_root(load_params(None)) is None
+    assert run.data_root(load_params(None)) is None

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
-from azllm.data import DataError, file_sha256, iter_documents, load_eval_sets, read_lines, resolve_source
+from azllm import run
 from azllm.config import load_params
+from azllm.data import DataError, file_sha256, iter_documents, read_lines, resolve_source
 
 
 def test_local_txt_documents_are_normalized_lines(tmp_path):
@@ -72,11 +73,14 @@ def test_sha256(tmp_path):
     assert file_sha256(f) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
-def test_shared_eval_sets_are_parallel(data_root):
-    p = load_params(None, overrides={"data": {
-        "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}},
-        "parallel": {"flores": {"az": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"},
-                                "en": {"path": "data/az/dev/flores200.dev.eng_Latn.txt"}}}}})
-    evals, par, res = load_eval_sets(p, data_root)
-    assert len(evals["flores"]) == 997 and len(par["flores"][0]) == len(par["flores"][1]) == 997
+def test_eval_sets_are_parallel(data_root):
+    p = load_params(None, overrides={"data": {"root": str(data_root), "eval": {"flores": {
+        "path": "data/az/dev/flores200.dev.azj_Latn.txt"}}}})
+    evals, par, res = run.eval_sets(p)
+    assert len(evals["flores"]) == 200 and len(par["flores"][0]) == len(par["flores"][1]) == 200
     assert all(len(v) == 64 for v in res["eval.flores"].sha256s().values())
+    bad = load_params(None, overrides={"data": {"root": str(data_root), "parallel": {"flores": {
+        "az": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"},
+        "en": {"path": "data/az/dev/flores200.dev.eng_Latn.txt", "max_lines": 10}}}}})
+    with pytest.raises(DataError, match="200 Azerbaijani lines but 10 English lines"):
+        run.eval_sets(bad)

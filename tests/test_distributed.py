@@ -9,27 +9,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_helpers import data  # noqa: E402,F401
+from train_helpers import data  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_two_process_torchrun_ddp(data, tmp_path):
-    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
-    if torchrun is None:
-        pytest.skip("torchrun is not installed next to this Python")
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    assert torchrun, "torch installs torchrun next to this Python"
     rec = tmp_path / "rec"
     spec = tmp_path / "spec.json"
     steps = 6
     spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / "run"), "record": str(rec),
                                 "resume": False,
                                 "train": {"max_steps": steps, "eval_steps": 3, "save_steps": 3}}))
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     import socket
 
     with socket.socket() as sock:  # a free port for the rendezvous
@@ -53,8 +49,7 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     from train_helpers import tiny_params
 
     P = tiny_params(data["art"])
-    init = build_model(model_config(P["model"]["preset"], data["tokenizer"].vocab_size, **P["model"]["config"]),
-                       seed=P["seed"])
+    init = build_model(model_config(P.model.preset, data["tokenizer"].vocab_size, **P.model.config), seed=P.seed)
     moved = [k for k, v in init.named_parameters() if not torch.equal(v.detach(), a[k])]
     assert len(moved) == len(a)  # every weight was trained (same on both ranks)
     results = json.loads((tmp_path / "run" / "results.json").read_text())

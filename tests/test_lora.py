@@ -8,14 +8,19 @@ import warnings
 import pytest
 import torch
 
+from conftest import TINY_MODEL
+
 warnings.filterwarnings("ignore")
 V = 256
+
+
+Q = {"double_quant": True, "quant_type": "nf4", "compute_dtype": torch.bfloat16}  # the QLoRA recipe
 
 
 def _cfg():
     from azllm.model import model_config
 
-    return model_config("tiny", V, num_hidden_layers=2, hidden_size=64, intermediate_size=128)
+    return model_config("tiny", V, **TINY_MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +41,7 @@ def _qlora(base, guard=True):
 
     from azllm.lora import apply_lora, quantize_model
 
-    q = quantize_model(base, bits=4)
+    q = quantize_model(base, bits=4, **Q)
     torch.manual_seed(0)
     p = apply_lora(q, r=4, alpha=8, dropout=0.0)
     if not guard:  # undo the guard: bitsandbytes' default behaviour
@@ -65,7 +70,7 @@ def test_quantize_4bit_nf4_double_quant(base):
 
     from azllm.lora import quantize_model
 
-    q = quantize_model(base, bits=4)
+    q = quantize_model(base, bits=4, **Q)
     lin = q.model.layers[0].self_attn.q_proj
     assert isinstance(lin, bnb.nn.Linear4bit) and lin.weight.quant_state.quant_type == "nf4"
     assert lin.weight.quant_state.nested  # double quantization
@@ -74,10 +79,10 @@ def test_quantize_4bit_nf4_double_quant(base):
     with torch.no_grad():
         a, b = base(input_ids=X).logits, q(input_ids=X).logits
     assert torch.isfinite(b).all() and (a - b).abs().mean() < 0.1 * a.abs().mean() + 0.05
-    q8 = quantize_model(base, bits=8)
+    q8 = quantize_model(base, bits=8, **Q)
     assert isinstance(q8.model.layers[0].mlp.up_proj, bnb.nn.Linear8bitLt)
     with pytest.raises(ValueError, match="bits"):
-        quantize_model(base, bits=3)
+        quantize_model(base, bits=3, **Q)
 
 
 def test_lora_grads_after_eval_pass_equal_fresh_model(base):
@@ -129,7 +134,7 @@ def test_lora_options_and_targets(base):
     assert lin.scaling["default"] == pytest.approx(16 / 8 ** 0.5)  # rsLoRA
     trainable = [n for n, w in p.named_parameters() if w.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
-    p2 = apply_lora(copy.deepcopy(base), target_modules=["q_proj", "v_proj"])
+    p2 = apply_lora(copy.deepcopy(base), r=8, alpha=16, dropout=0.0, target_modules=["q_proj", "v_proj"])
     assert {n.split(".lora_")[0].split(".")[-1] for n, _ in p2.named_parameters() if "lora_" in n} == {"q_proj",
                                                                                                        "v_proj"}
 
@@ -141,11 +146,10 @@ def test_lm_head_target_dropped_when_fused_loss_is_on(base):
     from azllm.lora import apply_lora
 
     m = copy.deepcopy(base)
-    m.azllm_liger = {"applied": ["fused_linear_cross_entropy"]}  # what apply_liger records on CUDA
     with pytest.warns(UserWarning, match="lm_head.*DROPPED"):
-        p = apply_lora(m, target_modules=["q_proj", "lm_head"])
+        p = apply_lora(m, r=8, alpha=16, dropout=0.0, target_modules=["q_proj", "lm_head"], liger_flce=True)
     assert not any("lm_head" in n and "lora_" in n for n, _ in p.named_parameters())
-    p2 = apply_lora(copy.deepcopy(base), target_modules=["q_proj", "lm_head"])  # without FLCE it is kept
+    p2 = apply_lora(copy.deepcopy(base), r=8, alpha=16, dropout=0.0, target_modules=["q_proj", "lm_head"])
     assert any("lm_head" in n and "lora_" in n for n, _ in p2.named_parameters())
 
 
@@ -158,7 +162,7 @@ def test_optimizers_train_lora_and_qlora(base, name, quantized):
     from azllm.lora import apply_lora, make_optimizer
 
     m = _qlora(base) if quantized else apply_lora(copy.deepcopy(base), r=4, alpha=8, dropout=0.0)
-    opt = make_optimizer(m, name, lr=1e-2)
+    opt = make_optimizer(m, name, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95))
     assert isinstance(opt, {"adamw": torch.optim.AdamW, "adamw_8bit": bnb.optim.AdamW8bit,
                             "paged_adamw_8bit": bnb.optim.PagedAdamW8bit}[name])
     decay = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
@@ -175,4 +179,4 @@ def test_optimizers_train_lora_and_qlora(base, name, quantized):
     assert losses[-1] < losses[0]
     assert any(not torch.equal(before[n], p) for n, p in m.named_parameters() if p.requires_grad)
     with pytest.raises(ValueError, match="unknown optimizer"):
-        make_optimizer(m, "sgd")
+        make_optimizer(m, "sgd", lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95))

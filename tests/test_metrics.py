@@ -15,8 +15,8 @@ def char_tok():
 
 
 @pytest.fixture(scope="module")
-def flores(data_root):
-    d = data_root / "data/az/dev"
+def flores(shared):
+    d = shared / "data/az/dev"
     az = [normalize(x) for x in (d / "flores200.dev.azj_Latn.txt").read_text(encoding="utf-8").splitlines()]
     en = [normalize(x) for x in (d / "flores200.dev.eng_Latn.txt").read_text(encoding="utf-8").splitlines()]
     return az, en
@@ -38,10 +38,11 @@ def test_bytes_per_token_counts_utf8():
     assert m["chars_per_token"] == 1.0 and m["bytes_per_token"] == 2.0
 
 
-def test_fertility_equals_reference_count(data_root, flores, monkeypatch):
+@pytest.mark.needs_shared
+def test_fertility_equals_reference_count(shared, flores, monkeypatch):
     import tiktoken
 
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(shared / "tokenizers/tiktoken_cache"))
     az, en = flores
     m = tokenizer_metrics(load_tokenizer("tiktoken:cl100k_base"), az, en)
     enc = tiktoken.get_encoding("cl100k_base")
@@ -51,34 +52,38 @@ def test_fertility_equals_reference_count(data_root, flores, monkeypatch):
     assert m["parity"] == pytest.approx(ref_tokens / sum(len(enc.encode_ordinary(x)) for x in en))
 
 
+@pytest.mark.needs_shared
 @pytest.mark.parametrize("name,spec,lo,hi", [
     ("gpt2", "tokenizers/gpt2", 4.8, 5.0),
     ("llama2", "tokenizers/llama2/tokenizer.model", 4.1, 4.3),
     ("llama3", "tokenizers/llama3.1", 3.3, 3.5),
     ("xlm-r", "tokenizers/xlm-roberta/tokenizer.json", 1.75, 1.85),
 ])
-def test_published_flores_fertility(data_root, flores, name, spec, lo, hi):
+def test_published_flores_fertility(shared, flores, name, spec, lo, hi):
     """The published FLORES-200 azj_Latn numbers (shared/data/README.md) are reproduced."""
-    m = tokenizer_metrics(load_tokenizer(data_root / spec), flores[0], morph=False)
+    m = tokenizer_metrics(load_tokenizer(shared / spec), flores[0], morph=False)
     assert lo <= m["fertility"] <= hi
 
 
-def test_word_prefix_per_backend(data_root):
-    assert word_prefix(load_tokenizer(data_root / "tokenizers/gpt2")) == " "
-    assert word_prefix(load_tokenizer(data_root / "tokenizers/llama2/tokenizer.model")) == ""
+@pytest.mark.needs_shared
+def test_word_prefix_per_backend(shared):
+    assert word_prefix(load_tokenizer(shared / "tokenizers/gpt2")) == " "
+    assert word_prefix(load_tokenizer(shared / "tokenizers/llama2/tokenizer.model")) == ""
     assert word_prefix(char_tok()) == ""
 
 
-def test_continued_words_match_per_word_encoding(data_root, flores):
-    tok = load_tokenizer(data_root / "tokenizers/llama3.1")
+@pytest.mark.needs_shared
+def test_continued_words_match_per_word_encoding(shared, flores):
+    tok = load_tokenizer(shared / "tokenizers/llama3.1")
     lines = flores[0][:50]
     words = [w for x in lines for w in x.split()]
     expected = sum(len(tok.encode(" " + w)) >= 2 for w in words) / len(words)
     assert tokenizer_metrics(tok, lines, morph=False)["continued_words"] == pytest.approx(expected)
 
 
-def test_unk_and_byte_fallback_rates(data_root):
-    tok = load_tokenizer(data_root / "tokenizers/llama2/tokenizer.model")  # SentencePiece with byte fallback
+@pytest.mark.needs_shared
+def test_unk_and_byte_fallback_rates(shared):
+    tok = load_tokenizer(shared / "tokenizers/llama2/tokenizer.model")  # SentencePiece with byte fallback
     m = tokenizer_metrics(tok, ["ə 🙂"], morph=False)
     ids = tok.encode("ə 🙂")
     expected = sum(i in tok.fallback_ids for i in ids) / len(ids)
@@ -101,8 +106,9 @@ def test_best_variant_requires_lossless_round_trip():
     assert best_variant(rows, "f")["tokenizer"] == "c"
 
 
-def test_segmentations_show_pieces(data_root):
-    seg = segmentations({"gpt2": load_tokenizer(data_root / "tokenizers/gpt2")}, ["evlərimizdən"])
+@pytest.mark.needs_shared
+def test_segmentations_show_pieces(shared):
+    seg = segmentations({"gpt2": load_tokenizer(shared / "tokenizers/gpt2")}, ["evlərimizdən"])
     assert seg["evlərimizdən"]["gpt2"].endswith(")")
 
 

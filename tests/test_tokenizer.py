@@ -1,12 +1,12 @@
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
 
 from azllm.data import iter_documents, resolve_source
 from azllm.text import normalize
-from azllm.tokenizer import (TokenizerError, VocabTooLargeError, baseline_spec, hf_id_mismatches, load_tokenizer,
-                             train_tokenizer)
+from azllm.tokenizer import TokenizerError, VocabTooLargeError, hf_id_mismatches, load_tokenizer, train_tokenizer
 from azllm.metrics import tokenizer_metrics
 
 
@@ -60,14 +60,14 @@ def test_lossless_round_trip_on_dev_sets(trained, dev_lines, mt):
 
 
 def test_training_is_deterministic_and_idempotent(docs, tmp_path):
-    a = train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True)
-    b = train_tokenizer(docs, tmp_path / "b", vocab_size=800, affix_presplit=True)
+    a = train_tokenizer(docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True)
+    b = train_tokenizer(docs, tmp_path / "b", vocab_size=800, model_type="unigram", affix_presplit=True)
     for f in ("sp.model", "tokenizer.json"):
         assert _sha(a / f) == _sha(b / f)
     mtime = (a / "sp.model").stat().st_mtime_ns
-    assert train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True) == a
+    assert train_tokenizer(docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True) == a
     assert (a / "sp.model").stat().st_mtime_ns == mtime  # reused, not retrained
-    c = train_tokenizer(docs, tmp_path / "a", vocab_size=800, affix_presplit=True, seed=7)  # options changed
+    c = train_tokenizer(docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True, seed=7)  # options changed
     assert (c / "azllm_tokenizer.json").read_text() != "" and (a / "sp.model").stat().st_mtime_ns != mtime
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folders left
 
@@ -76,7 +76,7 @@ def test_affix_presplit_aligns_tokens_with_suffixes(docs, trained, dev_lines, tm
     """With the pre-split, far more predicted suffix boundaries become token boundaries (on held-out text)."""
     import sentencepiece as spm
 
-    affix = train_tokenizer(docs, tmp_path / "affix", vocab_size=1000, affix_presplit=True)
+    affix = train_tokenizer(docs, tmp_path / "affix", vocab_size=1000, model_type="unigram", affix_presplit=True)
     proto = spm.SentencePieceProcessor(model_file=str(affix / "sp.model"))
     assert all("\x1f" not in proto.id_to_piece(i) for i in range(proto.get_piece_size()))
     lines = dev_lines[:400]
@@ -97,25 +97,26 @@ def test_vocab_too_large_is_a_clear_error(docs, tmp_path, mt):
 
 def test_empty_corpus(tmp_path):
     with pytest.raises(TokenizerError, match="empty corpus"):
-        train_tokenizer(["", "   "], tmp_path / "x", vocab_size=100)
+        train_tokenizer(["", "   "], tmp_path / "x", vocab_size=100, model_type="bpe")
 
 
-def test_gpt2_vocab_merges_equals_tiktoken_reference(data_root, dev_lines, monkeypatch):
+@pytest.mark.needs_shared
+def test_gpt2_vocab_merges_equals_tiktoken_reference(shared, dev_lines, monkeypatch):
     import tiktoken
 
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
-    ours = load_tokenizer(data_root / "tokenizers/gpt2")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(shared / "tokenizers/tiktoken_cache"))
+    ours = load_tokenizer(shared / "tokenizers/gpt2")
     ref = tiktoken.get_encoding("gpt2")
     assert all(ours.encode(x) == ref.encode_ordinary(x) for x in dev_lines[:500])
     assert ours.eos_id == ref.eot_token == 50256
 
 
-def test_every_baseline_kind_loads(data_root, monkeypatch):
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(data_root / "tokenizers/tiktoken_cache"))
+@pytest.mark.needs_shared
+def test_every_baseline_kind_loads(shared, monkeypatch):
     import sentencepiece as spm
     from tokenizers import Tokenizer
 
-    T = data_root / "tokenizers"
+    T = shared / "tokenizers"
     text = "Azərbaycan Respublikasının paytaxtı Bakı şəhəridir."
     sp = spm.SentencePieceProcessor(model_file=str(T / "llama2/tokenizer.model"))
     assert load_tokenizer(T / "llama2/tokenizer.model").encode(text) == sp.encode(text)
@@ -124,23 +125,32 @@ def test_every_baseline_kind_loads(data_root, monkeypatch):
     llama3 = load_tokenizer(T / "llama3.1")
     assert llama3.vocab_size == 128256 and llama3.decode(llama3.encode(text)) == text
     assert 128000 not in llama3.encode(text)  # no BOS: counts never include special tokens
-    assert load_tokenizer("tiktoken:cl100k_base").vocab_size > 100000
-    assert load_tokenizer("o200k_base").decode(load_tokenizer("o200k_base").encode(text)) == text
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    cache = T / "tiktoken_cache"
+    assert load_tokenizer("tiktoken:cl100k_base", tiktoken_cache=cache).vocab_size > 100000
+    o200k = load_tokenizer("o200k_base", tiktoken_cache=cache)
+    assert o200k.decode(o200k.encode(text)) == text
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ  # set for the call only, never left behind
 
 
 def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(TokenizerError, match="not found"):
         load_tokenizer(tmp_path / "nope" / "tokenizer.model")
-    with pytest.raises(TokenizerError, match="baseline tokenizer not found"):
-        baseline_spec({"path": "tokenizers/nope"}, tmp_path)
-    assert baseline_spec({"path": "tokenizers/nope", "hub": "org/name"}, tmp_path) == "org/name"
-    # a hub id goes through AutoTokenizer.from_pretrained; offline it fails with a clear message
+    from azllm import run
+    from azllm.config import load_params
+
+    def cfg(entry):
+        return load_params(None, overrides={"data": {"root": str(tmp_path)}, "baselines": {"x": entry}})
+
+    with pytest.raises(TokenizerError, match="baseline tokenizer 'x' not found"):
+        run.baselines(cfg({"path": "tokenizers/nope"}))
+    # a missing local path falls back to the hub id, through AutoTokenizer.from_pretrained; offline it fails clearly
     import huggingface_hub.constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import time
-    with pytest.raises(TokenizerError, match="Hugging Face Hub"):
-        load_tokenizer("azllm-test/does-not-exist")
+    with pytest.raises(TokenizerError, match="'azllm-test/does-not-exist' from the Hugging Face Hub"):
+        run.baselines(cfg({"path": "tokenizers/nope", "hub": "azllm-test/does-not-exist"}))
 
 
 def test_sweep_reports_variants_the_corpus_cannot_fill(docs, tmp_path):

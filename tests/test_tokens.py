@@ -1,4 +1,4 @@
-"""Token files (issue 3): encode, header checks, batching, sharding, atomic interrupted runs, the report."""
+"""Token files: encode, header checks, batching, sharding, atomic interrupted runs, the report."""
 
 from __future__ import annotations
 
@@ -20,34 +20,32 @@ from azllm.tokenizer import load_tokenizer, train_tokenizer
 from azllm.tokens import (HEADER_SIZE, TokenFile, TokenFileError, encode_corpus, read_header, split_of,
                           token_dtype)
 
+from conftest import FIXTURES, TINY_MODEL
+
 REPO = Path(__file__).resolve().parent.parent
-DATA_ROOT = os.environ.get("AZLLM_DATA_ROOT")
-needs_data = pytest.mark.skipif(not DATA_ROOT, reason="AZLLM_DATA_ROOT is not set (the shared corpus is needed)")
 
 
 # ----------------------------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="session")
 def corpus() -> list[str]:
-    """~120 KB of the shared Azerbaijani corpus, normalized, every file represented."""
-    if not DATA_ROOT:
-        pytest.skip("AZLLM_DATA_ROOT is not set (the shared corpus is needed)")
+    """~250 KB of the fixture corpus (every file of the shared corpus represented), normalized."""
     from azllm.data import iter_documents, resolve_source
 
-    r = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 20_000}, Path(DATA_ROOT))
+    r = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 20_000}, FIXTURES)
     return list(iter_documents(r))
 
 
 @pytest.fixture(scope="session")
 def tok(corpus, tmp_path_factory):
-    folder = train_tokenizer(corpus, tmp_path_factory.mktemp("tok") / "tok", vocab_size=600)
+    folder = train_tokenizer(corpus, tmp_path_factory.mktemp("tok") / "tok", vocab_size=600, model_type="unigram")
     return load_tokenizer(folder)
 
 
 @pytest.fixture(scope="session")
 def tok2(corpus, tmp_path_factory):
     """Another real tokenizer (other vocab size): its files must be refused by ``tok``."""
-    folder = train_tokenizer(corpus, tmp_path_factory.mktemp("tok2") / "tok", vocab_size=500)
+    folder = train_tokenizer(corpus, tmp_path_factory.mktemp("tok2") / "tok", vocab_size=500, model_type="unigram")
     return load_tokenizer(folder)
 
 
@@ -168,12 +166,11 @@ def test_bad_inputs_get_clear_errors(tok, tmp_path):
     assert not list((tmp_path / "e").glob("*.bin")) and not list((tmp_path / "e").glob(".*.tmp"))
 
 
-@needs_data
 def test_encode_source_and_corpus_stats(tok, tmp_path):
     from azllm.data import iter_documents, resolve_source
     from azllm.tokens import corpus_stats, encode_source
 
-    r = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 5_000}, Path(DATA_ROOT))
+    r = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 5_000}, FIXTURES)
     docs = list(iter_documents(r))
     first = encode_source(r, tok, tmp_path / "t", progress=False)
     assert not first["skipped"] and first["train_docs"] + first["val_docs"] == len(docs)
@@ -299,9 +296,7 @@ _CHILD = textwrap.dedent("""
 
 
 def _kill_mid_encode(tok, out: Path, docs_file: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.Popen([sys.executable, "-c", _CHILD, tok.path, str(out), str(docs_file)], env=env,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen([sys.executable, "-c", _CHILD, tok.path, str(out), str(docs_file)], stderr=subprocess.PIPE)
     deadline = time.time() + 60
     try:
         while time.time() < deadline:
@@ -338,29 +333,26 @@ def test_interrupted_encode_leaves_no_final_file_and_rerun_completes(corpus, tok
 
 # ------------------------------------------------------------------------------------------ params, report
 
-def _params(tokens: dict) -> dict:
-    # every nested section spelled out, so that the test does not depend on how missing sections are filled
-    return load_params(None, overrides={"data": {"train": {}, "eval": None, "parallel": None},
-                                        "tokenizer": {"sweep": {}}, "baselines": None, "report": {},
-                                        "tokens": {"benchmark": {}, **tokens}})
+def _params(tokens: dict):
+    return load_params(None, overrides={"tokens": tokens})
 
 
 def test_params_schema():
     p = _params({"val_fraction": 0.05})
-    assert p["tokens"]["val_fraction"] == 0.05 and p["tokens"]["benchmark"]["scale"] == 10
-    assert p["tokens"]["num_workers"] is None and p["tokens"]["split_seed"] == 0
+    assert p.tokens.val_fraction == 0.05 and p.tokens.benchmark.scale == 10
+    assert p.tokens.num_workers is None and p.tokens.split_seed == 0
     with pytest.raises(ParamsError, match="allowed keys"):
         _params({"val_fracton": 0.05})
-    with pytest.raises(ParamsError, match="expected float"):
+    with pytest.raises(ParamsError, match="tokens.val_fraction: Input should be a valid number"):
         _params({"val_fraction": "a lot"})
 
 
-@needs_data
 @pytest.mark.slow
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     from azllm.report import run_report
 
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
     run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
                              notebooks=["02_tokens"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
@@ -375,15 +367,15 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
 
 def test_hf_trainer_consumes_the_dataset(encoded, tmp_path):
     """The real Hugging Face Trainer takes the windows as they are (default collator, the model shifts)."""
-    from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+    from transformers import Trainer, TrainingArguments
 
     from azllm.tokens import TokenWindowDataset
 
     tf = TokenFile(encoded["train"])
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=tf.vocab_size, hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                                         max_position_embeddings=64))
+    from azllm.model import build_model, model_config
+
+    model = build_model(model_config("tiny", tf.vocab_size, **TINY_MODEL), seed=0)
     args = TrainingArguments(output_dir=str(tmp_path / "o"), max_steps=2, per_device_train_batch_size=4,
                              report_to=[], save_strategy="no", logging_steps=1, use_cpu=True,
                              dataloader_num_workers=0, disable_tqdm=True)

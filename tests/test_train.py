@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_helpers import data, need_data_root, tiny_params  # noqa: E402,F401
+from conftest import FIXTURES
+from train_helpers import data, tiny_params  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -24,11 +24,10 @@ warnings.filterwarnings("ignore")
 
 
 def _run(data, out, **kw):
-    from azllm.train import run_training
+    from azllm.run import train
 
     P = tiny_params(data["art"], **kw.pop("train", {}))
-    return run_training(P, tokenizer=data["tokenizer"], token_files={"train": data["train"], "val": data["val"]},
-                        dev_files=data["dev"], output_dir=out, progress=False, **kw)
+    return train(P, data, output_dir=out, progress=False, **kw)
 
 
 def _losses(r):
@@ -113,9 +112,8 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "kill_at_step": 6}))
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], env=env, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
+                       timeout=300)
     assert p.returncode == -9, p.stderr[-3000:]
     assert not (out / "results.json").exists()
     from azllm.train import latest_checkpoint
@@ -180,20 +178,12 @@ def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
 
 
 @pytest.mark.slow  # ~40-75 s: a kernel, a tokenizer, a training run and a QLoRA run in a child process
-def test_notebook_03_runs_under_papermill(tmp_path):
-    need_data_root()
+def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
     from azllm.report import run_report
 
-    env_art = os.environ.get("AZLLM_ARTIFACTS")
-    os.environ["AZLLM_ARTIFACTS"] = str(tmp_path / "art")
-    try:
-        run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
-                                 notebooks=["03_train"])
-    finally:
-        if env_art is None:
-            os.environ.pop("AZLLM_ARTIFACTS", None)
-        else:
-            os.environ["AZLLM_ARTIFACTS"] = env_art
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
+    run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["03_train"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert ok, metrics["notebooks"]
     m = metrics["metrics"]["train"]

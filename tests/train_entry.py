@@ -18,14 +18,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-warnings.simplefilter("ignore")
+warnings.simplefilter("ignore")  # (tests/ is this script's folder, so train_helpers imports as is)
 
 
 def main(spec_path: str) -> None:
     from transformers import TrainerCallback
 
-    from azllm.train import prepare_data, run_training
+    from azllm.run import prepare_data, train
     from train_helpers import tiny_params
 
     spec = json.loads(Path(spec_path).read_text())
@@ -53,9 +52,8 @@ def main(spec_path: str) -> None:
                     with_kwargs=True)
 
         callbacks.append(Record())
-    r = run_training(P, tokenizer=d["tokenizer"], token_files={"train": d["train"], "val": d["val"]},
-                     dev_files=d["dev"], output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
-                     resume=spec.get("resume", True))
+    r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
+              resume=spec.get("resume", True))
     if spec.get("record"):
         out = Path(spec["record"])
         out.mkdir(parents=True, exist_ok=True)

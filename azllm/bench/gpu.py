@@ -1,6 +1,6 @@
-"""One command for the GPU benchmark: ``python scripts/bench_gpu.py`` (``make bench-gpu``).
+"""One command for the GPU benchmark: ``python -m azllm.bench.gpu`` (``make bench-gpu``).
 
-Runs ``notebooks/04_benchmark.ipynb`` with ``params/gpu.yaml`` through :func:`azllm.report.run_report` (a
+Runs notebook ``04_benchmark`` with ``params/gpu.yaml`` through :func:`azllm.report.run_report` (a
 Llama-3.2-1B-shaped model with random weights, seq 2048, bf16: baseline vs Liger vs LoRA vs QLoRA, each with
 gradient checkpointing off and on, every variant in its own process) and writes the report to
 ``reports/gpu/`` (``index.html``, ``04_benchmark.html``, ``metrics.json``), then prints the measured table.
@@ -8,8 +8,8 @@ gradient checkpointing off and on, every variant in its own process) and writes 
 ``--dry-run`` runs the very same path on CPU with a tiny shape (the test suite runs it): same variants, same
 notebook, same report, only the model shape, device, vocabulary and step counts are overridden.
 
-    python scripts/bench_gpu.py                 # on a machine with one CUDA GPU, < 8 minutes
-    python scripts/bench_gpu.py --dry-run       # anywhere, ~1-2 minutes on 2 CPU cores
+    python -m azllm.bench.gpu                 # on a machine with one CUDA GPU, < 8 minutes
+    python -m azllm.bench.gpu --dry-run       # anywhere, ~1-2 minutes on 2 CPU cores
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ..config import ParamsError, deep_update, load_params
+from ..report import run_report
+from ..utils import REPO_ROOT as ROOT
 
 DRY_RUN = {
     "run_name": "gpu-dry-run",
@@ -31,7 +32,7 @@ DRY_RUN = {
         "preset": "tiny",
         "model": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                   "num_key_value_heads": 2},
-        "vocab_size": 512, "seq_len": 64, "batch_size": 2, "warmup_steps": 2, "steps": 1, "repeats": 1,
+        "vocab_size": 512, "seq_len": 64, "batch_size": 2, "untimed_steps": 2, "steps": 1, "windows": 1,
         "device": "cpu", "threads": 1, "timeout_s": 120,
         "fit": {"seq_lens": [1024, 2048, 4096], "budgets_gb": [24, 80]},
     },
@@ -65,9 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reports", default=str(ROOT / "reports"))
     ap.add_argument("--dry-run", action="store_true", help="same path on CPU with a tiny shape")
     args = ap.parse_args(argv)
-
-    from azllm.config import ParamsError, deep_update, load_params
-    from azllm.report import run_report
 
     raw = yaml.safe_load(Path(args.params).read_text(encoding="utf-8")) or {}
     if args.dry_run:

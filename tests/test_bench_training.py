@@ -1,40 +1,56 @@
-"""The benchmark harness: subprocess isolation, OOM as a result, the "not available" path, the GPU script's dry
-run and the report notebook through papermill. Tiny shapes only (speed is measured by the notebook, not here)."""
+"""The training benchmark (azllm.bench.training) and its fresh-process helper (azllm.bench.process): process
+isolation, OOM as a result, the "not available" path, the GPU entry's dry run and the report notebook through
+papermill. Tiny shapes only (speed is measured by the notebook, not here)."""
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from azllm import bench, memory as mem
+from azllm import memory as mem, run, tables
+from azllm.bench import training as bt
+from azllm.bench.process import run_fresh
 from azllm.config import load_params
+from conftest import FIXTURES, TINY_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"preset": "tiny", "vocab_size": 256, "data": "synthetic", "seq_len": 32, "batch_size": 2,
-        "warmup_steps": 1, "steps": 1, "repeats": 2, "lr": 1e-2, "timeout_s": 120,
-        "model": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-                  "num_key_value_heads": 1}}
+        "untimed_steps": 1, "steps": 1, "windows": 2, "lr": 1e-2, "timeout_s": 120, "model": TINY_MODEL}
+TARGETS = {"PYTHONPATH": str(ROOT / "tests")}
 
 
 @pytest.fixture()
 def setup(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     P = load_params(None, {"run_name": "t", "benchmark": TINY})
-    ids, V, _ = bench.prepare_tokens(P, tmp_path)
-    return P, ids, V
+    ids, V, _ = bt.synthetic_ids(tmp_path, 256, 20_000, P.seed)
+
+    def job(variant="baseline", **over):
+        return {**run.benchmark_job(P, ids, V), "variant": run.benchmark_variant(P, variant).to_dict(), **over}
+
+    return job
+
+
+def test_fresh_process_result_protocol():
+    a = run_fresh("fresh_targets:echo", {"x": 21}, env=TARGETS, timeout_s=60)
+    assert a["status"] == "ok" and a["x"] == 42 and a["pid"] != os.getpid() and a["returncode"] == 0
+    e = run_fresh("fresh_targets:boom", {"x": 1}, env=TARGETS, timeout_s=60)
+    assert e["status"] == "error" and e["reason"] == "ValueError: boom 1" and "Traceback" in e["traceback"]
+    k = run_fresh("fresh_targets:kill_self", {}, env=TARGETS, timeout_s=60)
+    assert k["status"] == "killed" and "signal 9" in k["reason"] and k["returncode"] == -9
+    c = run_fresh("no_such_module:f", {}, timeout_s=60)
+    assert c["status"] == "error" and "no_such_module" in c["reason"]
 
 
 def test_each_variant_runs_in_its_own_fresh_process(setup):
     import torch
 
-    P, ids, V = setup
     hog = torch.ones(64 * 2**20 // 4)  # 64 MiB held by the parent must not show in the children's numbers
-    a = bench.run_variant(bench.make_job(P, "baseline", ids, V))
-    b = bench.run_variant(bench.make_job(P, "baseline", ids, V))
+    a = bt.run_variant(setup(), timeout_s=120)
+    b = bt.run_variant(setup(), timeout_s=120)
     del hog
     assert a["status"] == b["status"] == "ok", (a.get("reason"), b.get("reason"))
     assert len({a["pid"], b["pid"], os.getpid()}) == 3
@@ -47,25 +63,13 @@ def test_each_variant_runs_in_its_own_fresh_process(setup):
 
 
 def test_oom_is_a_result_not_a_crash(setup):
-    P, ids, V = setup
-    job = bench.make_job(P, "baseline", ids, V, batch=64, seq=32, mem_cap_mb=8)
-    r = bench.run_variant(job)
+    r = bt.run_variant(setup(batch=64, seq=32, mem_cap_mb=8), timeout_s=120)
     assert r["status"] == "oom", r
     assert r["reason"].startswith("OOM at batch 64 (seq 32)")
 
 
-def test_child_killed_by_sigkill_is_reported_as_oom(setup, tmp_path):
-    P, ids, V = setup
-    killer = tmp_path / "killer.sh"  # stands in for the kernel OOM killer: the child dies by SIGKILL
-    killer.write_text("#!/bin/sh\nkill -9 $$\n")
-    killer.chmod(killer.stat().st_mode | stat.S_IEXEC)
-    r = bench.run_variant(bench.make_job(P, "baseline", ids, V), python=str(killer))
-    assert r["status"] == "oom" and "SIGKILL" in r["reason"]
-
-
 def test_child_error_is_reported_with_reason(setup):
-    P, ids, V = setup
-    r = bench.run_variant(bench.make_job(P, "baseline", ids, V, preset="no-such-preset"))
+    r = bt.run_variant(setup(preset="no-such-preset"), timeout_s=120)
     assert r["status"] == "error" and "no-such-preset" in r["reason"]
 
 
@@ -74,8 +78,7 @@ def test_liger_without_cuda_is_not_available_with_reason(setup):
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: Liger is available here")
-    P, ids, V = setup
-    r = bench.run_variant(bench.make_job(P, "liger_rope", ids, V))
+    r = bt.run_variant(setup("liger_rope"), timeout_s=120)
     assert r["status"] == "unavailable"
     assert r["reason"].startswith("not available on this device") and "CUDA" in r["reason"]
 
@@ -91,27 +94,20 @@ def test_summary_ratios_and_prediction_table():
         {"variant": "liger", "status": "unavailable", "reason": "not available on this device: no CUDA",
          "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0, "logits": 0, "total": 1}},
     ]}
-    df = bench.summary_table(res)
+    df = tables.summary_table(res)
     assert list(df.variant) == ["baseline", "ckpt", "liger"]  # never dropped
     assert df.loc[1, "speed ×"] == pytest.approx(0.8) and df.loc[1, "memory ×"] == pytest.approx(0.5)
     assert (df.loc[0, "tokens/s min"], df.loc[0, "tokens/s max"]) == (90, 110)
     assert df.loc[2, "note"].startswith("not available")
-    pred = bench.prediction_table(res)
+    pred = tables.prediction_table(res)
     assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)
 
 
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 @pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
-def test_gpu_script_dry_run(tmp_path):
-    env = _env()
-    env["AZLLM_ARTIFACTS"] = str(tmp_path / "artifacts")
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu.py"), "--dry-run", "--reports",
-                        str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+def test_gpu_entry_dry_run(tmp_path):
+    env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "artifacts")}
+    p = subprocess.run([sys.executable, "-m", "azllm.bench.gpu", "--dry-run", "--reports", str(tmp_path)], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())
     rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
@@ -130,6 +126,7 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     from azllm.report import run_report
 
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
     run_dir, ok = run_report(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path,
                              notebooks=["04_benchmark"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]

@@ -1,0 +1,247 @@
+"""Tables of the reports: plain rows (lists of dicts) or pandas DataFrames built from results, nothing computed
+anew. Figures of the same results are in :mod:`azllm.plots`.
+
+- tokenizers: :func:`tokenizer_tables`, :func:`best_summary`;
+- training: :func:`data_summary`, :func:`run_summary` (one run), :func:`compare_rows` (full vs LoRA vs QLoRA);
+- token files: :func:`split_summary`, :func:`split_rows`;
+- the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
+- the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`, :func:`fit_table`.
+"""
+
+from __future__ import annotations
+
+from . import memory as mem
+from .bench.encoder import VARIANT_LABELS
+
+__all__ = ["tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
+           "prediction_table", "cost_table", "fit_table", "records"]
+
+MB = 2**20
+
+
+def records(df) -> list[dict]:
+    """A DataFrame as JSON-able rows (NaN -> None), for ``metrics.json``."""
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in df.to_dict(orient="records")]
+
+
+# -------------------------------------------------------------------------------------------------- tokenizers
+
+TOKENIZER_COLUMNS = ["vocab_size", "fertility", "continued_words", "chars_per_token", "bytes_per_token", "parity",
+                     "fallback_rate", "vocab_used", "roundtrip", "morph_recall", "morph_precision"]
+
+
+def tokenizer_tables(rows: list[dict]) -> dict:
+    """One DataFrame per eval set of :func:`azllm.metrics.evaluate`'s rows, tokenizers sorted by fertility."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows).set_index(["eval_set", "tokenizer"]).sort_index()
+    cols = [c for c in TOKENIZER_COLUMNS if c in table.columns]
+    return {ev: table.loc[ev][cols].sort_values("fertility") for ev in dict.fromkeys(r["eval_set"] for r in rows)}
+
+
+def best_summary(rows: list[dict], best: dict, eval_sets, vocab_size: int) -> dict:
+    """The best tokenizer's name, vocabulary size and fertility on the set it was chosen on and on every set."""
+    out = {"best": best["tokenizer"], "best_vocab_size": vocab_size, "best_fertility": best["fertility"],
+           "selected_on": best["eval_set"]}
+    for ev in eval_sets:
+        r = next(x for x in rows if x["tokenizer"] == best["tokenizer"] and x["eval_set"] == ev)
+        out[f"best_fertility_{ev}"] = r["fertility"]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- training
+
+def data_summary(data: dict, train_bytes_per_token: float) -> dict:
+    """The run's tokenizer and token files (:func:`azllm.run.prepare_data`) in one row."""
+    enc = data["encode"]
+    return {"tokenizer_vocab": data["tokenizer"].vocab_size, "train_tokens": enc["train_tokens"],
+            "val_tokens": enc["val_tokens"], "train_bytes_per_token": round(train_bytes_per_token, 3),
+            "dev_sets": ", ".join(data["dev"]) or "none"}
+
+
+def run_summary(result: dict) -> dict:
+    """The numbers of one :func:`run_training` result that the report shows and records, flat: method, parameters,
+    steps, time, tokens/s, step time, peak memory (RSS; CUDA allocated/reserved on a GPU), Liger flags, the first
+    evaluated val loss and the final loss/ppl/bpb of every eval set (``final_<set>_<metric>``)."""
+    thr = result["throughput"]
+    ev = result["curves"]["eval"]
+    out = {"method": result["method"], "source": result["source"],
+           "main_parameters": result["parameters"]["total"], "main_trainable": result["parameters"]["trainable"],
+           "main_steps": result["steps"], "train_seconds": round(result["seconds"], 1),
+           "tokens_per_s": round(thr["tokens_per_s"] or 0, 1), "step_time_s": thr["step_time_s"],
+           "peak_rss_mb": thr["peak_rss_mb"],
+           **{k: thr[k] for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb") if k in thr},
+           "liger_requested": result["liger"]["requested"], "liger_applied": result["liger"]["applied"],
+           "liger_reason": result["liger"]["reason"]}
+    if ev.get("val"):
+        out.update(first_val_loss=ev["val"][0]["loss"], first_val_step=ev["val"][0]["step"])
+    out.update({f"final_{name}_{m}": v for name, f in result["final"].items() for m, v in f.items()})
+    return out
+
+
+def compare_rows(runs: list[dict]) -> list[dict]:
+    """One row per comparison run (:func:`azllm.bench.methods.compare_methods`): trainable/total parameters, tokens/s, step time,
+    peak memory and the final val loss and bpb."""
+    rows = []
+    for r in runs:
+        t = r["throughput"]
+        rows.append({"method": r["method"], "trainable": r["parameters"]["trainable"],
+                     "total": r["parameters"]["total"], "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
+                     "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
+                     **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
+                     "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------- token files
+
+def split_summary(enc: dict) -> dict:
+    """Documents and tokens per split of :func:`azllm.tokens.encode_corpus`'s result, and the val shares."""
+    out = {k: enc[k] for k in ("train_docs", "val_docs", "train_tokens", "val_tokens", "skipped", "dtype")}
+    out["val_share_of_docs"] = enc["val_docs"] / (enc["train_docs"] + enc["val_docs"])
+    out["val_share_of_tokens"] = enc["val_tokens"] / (enc["train_tokens"] + enc["val_tokens"])
+    return out
+
+
+def split_rows(enc: dict) -> list[dict]:
+    """One row per split: documents, tokens, file size."""
+    return [{"split": s, "documents": enc[f"{s}_docs"], "tokens": enc[f"{s}_tokens"],
+             "file MB": enc[s].stat().st_size / 1e6} for s in ("train", "val")]
+
+
+# ------------------------------------------------------------------------------------------- encoder benchmark
+
+def get_batch_row(g: dict) -> dict:
+    """The get_batch timing against a training step, as one row."""
+    return {"get_batch ms": g["get_batch_ms"], "batches/s": g["batches_per_s"], "tokens/s": g["batch_tokens_per_s"],
+            "train step ms": g["train_step_ms"], "share of a step": g["get_batch_share_of_step"], "model": g["model"]}
+
+
+def encoder_benchmark_table(res: dict) -> list[dict]:
+    """The encoder benchmark's medians as rows (for a DataFrame)."""
+    rows = []
+    lim = res["variants"]["limit@1"]["tokens_per_s"]
+    a = {s: res["variants"].get(f"a@{s}", {}).get("tokens_per_s") for s in (1, res["scale"])}
+    for k, m in res["variants"].items():
+        v, s = k.split("@")
+        rows.append({"variant": VARIANT_LABELS.get(v, v), "scale": f"{s}x", "Mtokens/s": m["tokens_per_s"] / 1e6,
+                     "vs limit": m["tokens_per_s"] / lim,
+                     "vs (a)": m["tokens_per_s"] / a[int(s)] if a.get(int(s)) else None,
+                     "seconds": m["seconds"], "peak RSS MB": m["peak_rss_mb"],
+                     "RSS growth MB": m["rss_growth_mb"], "tokens": int(m["tokens"]),
+                     "Mtokens/CPU-s": m["tokens_per_cpu_s"] / 1e6})
+    return rows
+
+
+def format_encoder_benchmark(res: dict) -> str:
+    """A plain-text table of the encoder benchmark's medians and ratios (for the terminal)."""
+    lines = [f"{'variant':44s} {'scale':>5s} {'Mtok/s':>7s} {'vs lim':>6s} {'vs (a)':>6s} {'sec':>7s} "
+             f"{'peakRSS':>8s} {'growth':>7s} {'Mtok/CPU-s':>10s}"]
+    for r in encoder_benchmark_table(res):
+        va = f"{r['vs (a)']:.2f}" if r["vs (a)"] is not None else "-"
+        lines.append(f"{r['variant']:44s} {r['scale']:>5s} {r['Mtokens/s']:7.2f} {r['vs limit']:6.2f} {va:>6s} "
+                     f"{r['seconds']:7.2f} {r['peak RSS MB']:8.0f} {r['RSS growth MB']:7.0f} "
+                     f"{r['Mtokens/CPU-s']:10.2f}")
+    lines.append("")
+    lines += [f"{k:34s} {v:.3f}" for k, v in res["ratios"].items()]
+    g = res["get_batch"]
+    lines.append(f"get_batch({g['batch_size']}, {g['block_size']}): {g['get_batch_ms']:.3f} ms "
+                 f"({g['batches_per_s']:.0f} batches/s, {g['batch_tokens_per_s'] / 1e6:.1f} Mtok/s); "
+                 f"train step {g['train_step_ms']:.1f} ms ({g['model']}); share {g['get_batch_share_of_step']:.2%}")
+    la = res.get("load_avg_1min") or [None, None]
+    if la[0] is not None:
+        lines.append(f"load average (1 min) before/after: {la[0]:.1f} / {la[1]:.1f} on "
+                     f"{res['machine'].get('cpu_count')} cores")
+    lines.append("targets: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in res["targets"].items()))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ training benchmark
+
+def _median(xs) -> float | None:
+    import statistics
+
+    xs = [x for x in (xs or []) if x is not None]
+    return float(statistics.median(xs)) if xs else None
+
+
+def _spread(xs) -> tuple[float | None, float | None, float | None]:
+    xs = [x for x in (xs or []) if x is not None]
+    return (_median(xs), min(xs), max(xs)) if xs else (None, None, None)
+
+
+def summary_table(bench: dict):
+    """One row per variant: status, tokens/s and step time and peak memory (median, min, max), loss after N
+    steps, and ratios against the ``baseline`` variant (or the first variant that ran)."""
+    import pandas as pd
+
+    rows = []
+    for r in bench["results"]:
+        tps, tmin, tmax = _spread(r.get("tokens_per_s"))
+        st, smin, smax = _spread(r.get("step_s"))
+        pk, pmin, pmax = _spread(r.get("peak_mb"))
+        row = {"variant": r["variant"], "status": r["status"], "tokens/s": tps, "tokens/s min": tmin,
+               "tokens/s max": tmax, "step ms": st and st * 1e3, "step ms min": smin and smin * 1e3,
+               "step ms max": smax and smax * 1e3, "peak MB": pk, "peak MB min": pmin, "peak MB max": pmax,
+               "loss first": r.get("loss_first"), "loss last": r.get("loss_last"),
+               "trainable": r.get("trainable"), "load": r.get("load_end"), "note": r.get("reason", "")}
+        if r.get("reserved_mb"):
+            row["reserved MB"] = _median(r["reserved_mb"])
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    ok = df[df.status == "ok"]
+    base = ok[ok.variant == "baseline"] if (ok.variant == "baseline").any() else ok.head(1)
+    if len(base):
+        df["speed ×"] = df["tokens/s"] / float(base["tokens/s"].iloc[0])
+        df["memory ×"] = df["peak MB"] / float(base["peak MB"].iloc[0])
+    return df
+
+
+def prediction_table(bench: dict):
+    """Predicted (memory model, by component) next to measured peak, in MiB, for every variant that ran."""
+    import pandas as pd
+
+    rows = []
+    for r in bench["results"]:
+        p = r["predicted"]
+        row = {"variant": r["variant"], "status": r["status"]}
+        for k in ("weights", "grads", "optimizer", "activations", "logits"):
+            row[k] = p[k] / MB
+        row["predicted MB"] = p["total"] / MB
+        row["measured MB"] = _median(r.get("peak_mb"))
+        row["pred/meas"] = row["predicted MB"] / row["measured MB"] if row["measured MB"] else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cost_table(bench: dict, price_per_hour: float, label: str = ""):
+    """Dollars per 10**9 training tokens per variant at the measured median (and min–max) throughput."""
+    import pandas as pd
+
+    rows = []
+    for r in bench["results"]:
+        m, lo, hi = _spread(r.get("tokens_per_s"))
+        rows.append({"variant": r["variant"], "status": r["status"], "tokens/s": m,
+                     "$ per 1B tokens": mem.cost_per_billion_tokens(m, price_per_hour) if m else None,
+                     "$ (best)": mem.cost_per_billion_tokens(hi, price_per_hour) if hi else None,
+                     "$ (worst)": mem.cost_per_billion_tokens(lo, price_per_hour) if lo else None,
+                     "days per 1B tokens": 1e9 / m / 86400 if m else None, "price/h": price_per_hour,
+                     "instance": label})
+    return pd.DataFrame(rows)
+
+
+def fit_table(models: dict, variants: list, *, budgets_gb: list[float], seq_lens: list[int], reserve_gb: float,
+              device: str = "cuda"):
+    """The fit planner (:func:`azllm.memory.fit_plan`) for every model (``{name: LlamaConfig}``) and variant."""
+    import pandas as pd
+
+    frames = []
+    for mname, cfg in models.items():
+        rows = mem.fit_plan(cfg, variants, budgets_gb, seq_lens, reserve_gb=reserve_gb, device=device)
+        for r in rows:
+            r["model"] = mname
+            r["params (M)"] = mem.parameter_count(cfg)["total"] / 1e6
+        frames.append(pd.DataFrame(rows))
+    df = pd.concat(frames, ignore_index=True)
+    return df[["model", "params (M)"] + [c for c in df.columns if c not in ("model", "params (M)")]]

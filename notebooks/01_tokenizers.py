@@ -1,0 +1,137 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (azllm)
+#     language: python
+#     name: azllm
+# ---
+
+# %% [markdown]
+# # Tokenizers for Azerbaijani: how many tokens per word?
+#
+# Every extra token per word costs training compute, context length and money. This report trains SentencePiece
+# tokenizers on the run's Azerbaijani corpus (a sweep over vocabulary size, unigram vs BPE, with and without an
+# affix-aware pre-split), measures them and the baseline tokenizers of well-known models on held-out sets, and picks
+# the best one at the run's vocabulary size.
+#
+# Definitions of every metric: `azllm/metrics.py`; normalization and the definition of "word": `azllm/text.py`;
+# the suffix inventory: `azllm/morph.py`.
+
+# %% tags=["parameters"]
+params_file = "params/tiny.yaml"
+out_dir = "reports/tiny"
+
+# %%
+import pandas as pd
+from IPython.display import Markdown, display
+
+from azllm import data, metrics, plots, report, run, tables
+from azllm.tokenizer import load_tokenizer
+
+cfg = run.setup(params_file)
+train_src = run.training_source(cfg)
+print("data root:", run.data_root(cfg) or "none (hub sources)", "| training corpus:", train_src.describe())
+report.record_inputs(out_dir, "train", train_src)
+
+# %% [markdown]
+# ## The corpus and the held-out sets
+# Documents are normalized (`azllm.text.normalize`) before training and before measuring.
+
+# %%
+docs = list(data.iter_documents(train_src))
+evals, parallel, resolved = run.eval_sets(cfg)
+for name, r in resolved.items():
+    report.record_inputs(out_dir, name, r)
+corpus = {"documents": len(docs), "words": sum(len(d.split()) for d in docs),
+          "characters": sum(len(d) for d in docs), "bytes": sum(len(d.encode()) for d in docs)}
+sets = {k: {"lines": len(v), "words": sum(len(x.split()) for x in v)} for k, v in evals.items()}
+report.record(out_dir, "tokenizers", {"corpus": corpus, "eval_sets": sets})
+display(pd.DataFrame([corpus], index=["training corpus"]), pd.DataFrame(sets).T)
+
+# %% [markdown]
+# ## Training the sweep
+# Every combination of `tokenizer.sweep` in the params; unchanged variants are reused from the artifacts folder.
+
+# %%
+trained_paths, skipped = run.train_tokenizers(cfg, docs)
+main_tok = run.main_tokenizer(cfg, docs=docs)
+trained = {name: load_tokenizer(path, name=name) for name, path in trained_paths.items()}
+baselines = run.baselines(cfg)
+report.record(out_dir, "tokenizers", {"skipped": skipped})
+report.record_artifact(out_dir, "tokenizer", main_tok.path)
+for name, path in trained_paths.items():
+    report.record_artifact(out_dir, f"tokenizers/{name}", path)
+for name, why in skipped.items():
+    print(f"not trained: {name}: {why}")
+print(f"{len(trained)} trained, {len(baselines)} baselines")
+
+# %% [markdown]
+# ## Every tokenizer on every held-out set
+
+# %%
+rows = metrics.evaluate({**trained, **baselines}, evals, parallel)
+report.record(out_dir, "tokenizers", {"table": rows})
+for ev, table in tables.tokenizer_tables(rows).items():
+    display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(precision=3))
+
+# %% [markdown]
+# ## Fertility against vocabulary size
+# Solid lines: plain SentencePiece; dashed: with the affix-aware pre-split, where no piece may cross a suffix
+# boundary that the inventory predicts.
+
+# %%
+first_eval = next(iter(evals))
+fig = plots.fertility_vs_vocab(rows, first_eval, trained=set(trained))
+
+# %% [markdown]
+# ## Our best tokenizer at the selected vocabulary size against every baseline
+
+# %%
+vs = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
+best = metrics.best_variant(rows, first_eval, vocab_size=vs, among=set(trained))
+summary = tables.best_summary(rows, best, evals, vocab_size=vs)
+fig = plots.best_vs_baselines(rows, first_eval, [best["tokenizer"], *baselines], highlight=best["tokenizer"],
+                              target=1.40)
+print(f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval} = {best['fertility']:.3f}"
+      f" (target <= 1.40: {'reached' if best['fertility'] <= 1.40 else 'not reached'})")
+
+# %% [markdown]
+# ## Lossless round trip and the exported Hugging Face tokenizer
+# For the best tokenizer, on every dev line: `decode(encode(x)) == x` for the normalized `x`, and the exported
+# folder loaded with `transformers.AutoTokenizer` (offline) gives exactly the SentencePiece ids.
+
+# %%
+checks = metrics.export_checks(trained[best["tokenizer"]], trained_paths[best["tokenizer"]],
+                               {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}})
+report.record(out_dir, "tokenizers", {**summary, "checks": checks})
+display(pd.DataFrame(checks).T)
+
+# %% [markdown]
+# ## How the tokenizers cut long words
+# Pieces separated by `·`; `_` marks a word start; the token count in brackets.
+
+# %%
+every = {**trained, **baselines}
+shown = [n for n in (best["tokenizer"], best["tokenizer"] + "-affix", *baselines) if n in every]
+seg = metrics.segmentations({n: every[n] for n in shown}, cfg.report.long_words)
+report.record(out_dir, "tokenizers", {"segmentations": seg})
+with pd.option_context("display.max_colwidth", None):
+    display(pd.DataFrame(seg))
+
+# %% [markdown]
+# ## What the affix-aware pre-split buys and costs
+# `morph_recall`: share of predicted suffix boundaries that are token boundaries; `morph_precision`: share of
+# word-internal token boundaries that are predicted suffix boundaries. The pre-split should raise both, at the cost
+# of more tokens per word.
+
+# %%
+pairs = metrics.affix_comparison(rows, first_eval, trained)
+report.record(out_dir, "tokenizers", {"affix_presplit": pairs})
+display(pd.DataFrame(pairs).set_index("variant").style.format(precision=3))
