@@ -230,6 +230,9 @@ def layer_activation_bytes(config: Any, v: Variant | str, tokens: int, device: s
 def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *, device: str = "cuda") -> dict:
     """Predicted peak bytes that one training step adds above the process baseline, by component.
 
+    Long because the components are counted one after the other in one place, each against its own comment, so
+    that the model reads top to bottom like the module docstring.
+
     Returns ``weights, grads, optimizer, activations, logits, step_temp`` and ``total`` (the peak), plus
     ``params`` and ``trainable`` counts. ``device`` only changes the optimizer-step temporaries: torch's AdamW is
     multi-tensor (``foreach``) on CUDA, which allocates one temporary the size of all trainable parameters, and

@@ -196,6 +196,21 @@ def _base_piece_ids(base_tok, text: str) -> list[int]:
     return ids
 
 
+def _row_sources(text, special: int | None, base_tok, base_vocab: dict, n_base: int) -> tuple[list | None, str]:
+    """The base ids whose rows a new row averages, and which kind of row it is (the keys of the swap counts)."""
+    if special is not None and special < n_base:
+        return [special], "special"
+    if isinstance(text, int):  # a byte piece: the base's own byte piece, else the ASCII character
+        j = base_vocab.get(f"<0x{text:02X}>")
+        ids = [j] if j is not None and j < n_base else (
+            [j for j in base_tok.encode(chr(text)) if j < n_base] if 32 <= text < 127 else None) or None
+        return ids, "byte" if ids else "fallback"
+    if text:
+        ids = [j for j in _base_piece_ids(base_tok, text) if j < n_base] or None
+        return ids, "mean_init" if ids else "fallback"
+    return None, "fallback"
+
+
 @torch.no_grad()
 def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str = "mean") -> dict:
     """Resize ``model``'s embeddings to ``new_tokenizer`` and initialise every row (in place).
@@ -234,21 +249,8 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
             if new_out is not None:
                 new_out[i] = torch.randn(emb_in.shape[1], generator=gen) * emb_out.std() + emb_out.mean()
             continue
-        ids: list[int] | None = None
-        if i in specials and specials[i] is not None and specials[i] < n_base:
-            ids = [specials[i]]
-            counts["special"] += 1
-        elif isinstance(texts[i], int):  # a byte piece: the base's own byte piece, else the ASCII character
-            b = texts[i]
-            j = base_vocab.get(f"<0x{b:02X}>")
-            ids = [j] if j is not None and j < n_base else (
-                [j for j in base_tok.encode(chr(b)) if j < n_base] if 32 <= b < 127 else None) or None
-            counts["byte" if ids else "fallback"] += 1
-        elif texts[i]:
-            ids = [j for j in _base_piece_ids(base_tok, texts[i]) if j < n_base] or None
-            counts["mean_init" if ids else "fallback"] += 1
-        else:
-            counts["fallback"] += 1
+        ids, kind = _row_sources(texts[i], specials.get(i), base_tok, base_vocab, n_base)
+        counts[kind] += 1
         new_in[i] = rows(emb_in, ids) if ids else emb_in.mean(0)
         if new_out is not None:
             new_out[i] = rows(emb_out, ids) if ids else emb_out.mean(0)

@@ -14,7 +14,7 @@ from . import memory as mem
 from .bench.encoder import VARIANT_LABELS
 
 __all__ = ["tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
-           "prediction_table", "cost_table", "fit_table", "records"]
+           "prediction_table", "prediction_notes", "cost_table", "fit_table", "records"]
 
 MB = 2**20
 
@@ -213,6 +213,24 @@ def prediction_table(bench: dict):
         row["pred/meas"] = row["predicted MB"] / row["measured MB"] if row["measured MB"] else None
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def prediction_notes(pred) -> tuple[float | None, list[str]]:
+    """The memory model's largest relative error over the measured variants, and what the baseline's predicted
+    peak is made of, in plain sentences."""
+    ran = pred[pred["pred/meas"].notna()]
+    worst = float((ran["pred/meas"] - 1).abs().max()) if len(ran) else None
+    out = [f"largest relative error over {len(ran)} measured variants: "
+           + (f"{worst:.1%}" if worst is not None else "none measured")]
+    base = pred[pred.variant == "baseline"]
+    if len(base):
+        b = base.iloc[0]
+        out.append(f"baseline: the loss head (B×T×V logits in fp32 and their gradients) is "
+                   f"{b['logits'] / b['predicted MB']:.0%} of the predicted peak ({b['logits']:.0f} of "
+                   f"{b['predicted MB']:.0f} MiB): the part fused linear cross-entropy removes; weights + optimizer "
+                   f"states are {(b['weights'] + b['optimizer']) / b['predicted MB']:.0%}, the part LoRA, QLoRA and "
+                   "8-bit optimizers shrink")
+    return worst, out
 
 
 def cost_table(bench: dict, price_per_hour: float, label: str = ""):

@@ -348,7 +348,8 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     The Trainer's own arguments are named as in :class:`azllm.config.TrainConfig`.
 
     Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
-    -> final evaluation -> final model folder -> ``results.json``.
+    -> final evaluation -> final model folder -> ``results.json``. Long because of its signature: every training
+    argument is named (a third of its lines); the body is the steps above, each a call.
 
     Returns ``{"method", "output_dir", "final_dir", "checkpoint", "curves": {"train": [...], "eval": {set: [...]}},
     "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "steps", "seconds", "resumed_from",
