@@ -1,8 +1,13 @@
 """azllm: build language models for Azerbaijani, and measure what each choice costs.
 
-Data flows one way, one module per step:
-``text`` (normalize) -> ``data`` (sources) -> ``tokenizer`` (train / load) -> ``metrics`` -> ``tokens``
-(token files, batches) -> ``model`` -> ``train`` -> ``report`` (papermill -> HTML + metrics.json).
+The library, one concept per module, data flowing one way (each imports only the ones before it):
+``text`` (normalize) -> ``data`` (sources) -> ``morph`` -> ``tokenizer`` (train / export / load) -> ``metrics``
+-> ``tokens`` (token files, batches) -> ``memory`` (the memory model) -> ``model`` -> ``lora`` -> ``train``.
+Library functions take plain named arguments.
+
+Around it: ``config`` (the typed params), ``run`` (the run layer: params -> artifacts, the only reader of a
+config), ``bench`` (every measurement, each in a fresh process), ``tables`` and ``plots`` (what the reports show)
+and ``report`` (papermill -> HTML pages + metrics.json).
 """
 
 __version__ = "0.1.0"
