@@ -298,6 +298,10 @@ class ModelConfig(_Section):
     """The base's tokenizer (None: the base itself)."""
     swap_init: Literal["mean", "random"] = "mean"
     """New embedding rows: mean of the base pieces' rows, or random."""
+    new_rows: Literal["auto", "tokens", "full", "frozen"] = "auto"
+    """How the rows of tokens new to the base train under LoRA/QLoRA (LoRA itself never trains embed_tokens or
+    lm_head): tokens (peft trainable_token_indices: those rows only), full (modules_to_save: whole embedding and
+    output layer), frozen (a loud warning); auto: full when every row is new (a swap), else tokens."""
     dtype: Dtype = "fp32"
     """Weights dtype (mixed precision is train.precision)."""
     liger: LigerConfig = Field(default_factory=LigerConfig)

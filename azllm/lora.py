@@ -16,6 +16,11 @@ slower on CPU and bit-for-bit the training path). :func:`quantize_model` always 
 :func:`check_not_repacked` (called by the training loop before training and after every evaluation) refuses a
 model whose weights were already repacked, because the inverse conversion is lossy (bf16 absmax).
 
+Decision: a changed vocabulary trains under LoRA. ``all-linear`` leaves ``embed_tokens`` and ``lm_head`` out, so
+:func:`apply_lora` takes the ids of the new rows and makes exactly them trainable (peft's
+``trainable_token_indices``) or the whole embedding and output layer (``modules_to_save``), see
+:func:`new_rows_config`; :func:`embedding_rows` reads the effective rows back.
+
 Decision: LoRA never targets ``lm_head`` when Liger's fused linear cross-entropy is on (that kernel reads
 ``lm_head.weight`` directly and would skip the adapter); peft's ``"all-linear"`` already leaves the output layer
 out, and an explicit ``lm_head`` target is dropped with a warning.
@@ -31,8 +36,8 @@ import torch
 
 from .utils import OPTIMIZERS
 
-__all__ = ["quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "make_optimizer",
-           "QuantError"]
+__all__ = ["quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "new_rows_config",
+           "embedding_rows", "make_optimizer", "QuantError"]
 
 
 class QuantError(RuntimeError):
@@ -120,7 +125,7 @@ def check_not_repacked(model) -> None:
 
 def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = False,
                target_modules="all-linear", kbit: bool | None = None, gradient_checkpointing: bool = False,
-               liger_flce: bool = False):
+               liger_flce: bool = False, new_token_ids: list[int] | None = None, new_rows: str = "tokens"):
     """Wrap ``model`` in a peft ``PeftModel`` with a LoRA adapter (base weights frozen).
 
     ``target_modules``: ``"all-linear"`` (every linear layer but the output layer) or a list of module names.
@@ -129,7 +134,15 @@ def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = 
     ``liger_flce``: Liger's fused linear cross-entropy was applied to ``model`` (see the module docstring): an
     explicit ``lm_head`` target is then dropped with a warning.
 
-    >>> peft_model = apply_lora(build_model(model_config("tiny", 1000)), r=8, alpha=16)  # doctest: +SKIP
+    ``new_token_ids``: ids whose embedding rows are new to the base (a swapped or extended vocabulary). LoRA's
+    ``all-linear`` leaves ``embed_tokens`` and ``lm_head`` out, so without this they would keep their
+    initialisation forever. ``new_rows`` says how they train (:func:`new_rows_config`): ``"tokens"`` exactly
+    those rows (peft's ``trainable_token_indices``, on the input embedding and on an untied output layer; saved with
+    the adapter), ``"full"`` the whole embedding and output layer (``modules_to_save``), ``"frozen"`` not at all
+    (a loud warning).
+
+    >>> peft_model = apply_lora(build_model(model_config("tiny", 1000)), r=8, alpha=16, dropout=0.0,
+    ...                         new_token_ids=list(range(900, 1000)))  # doctest: +SKIP
     >>> peft_model.print_trainable_parameters()  # doctest: +SKIP
     """
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
@@ -145,6 +158,7 @@ def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = 
             target_modules = [t for t in target_modules if t != "lm_head"]
         if not target_modules:
             raise ValueError("no LoRA target module left")
+    rows = new_rows_config(model, new_token_ids, new_rows, liger_flce=liger_flce)
     if kbit:
         guard_cpu_4bit_repack(model)
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
@@ -152,8 +166,57 @@ def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = 
     elif gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     cfg = LoraConfig(r=int(r), lora_alpha=int(alpha), lora_dropout=float(dropout), use_rslora=bool(use_rslora),
-                     target_modules=target_modules, bias="none", task_type="CAUSAL_LM")
+                     target_modules=target_modules, bias="none", task_type="CAUSAL_LM", **rows)
     return get_peft_model(model, cfg)
+
+
+def _tied(model) -> bool:
+    out = model.get_output_embeddings()
+    return out is None or out.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def new_rows_config(model, new_token_ids: list[int] | None, new_rows: str, *, liger_flce: bool = False) -> dict:
+    """The ``LoraConfig`` fields that make the embedding rows of ``new_token_ids`` trainable (see
+    :func:`apply_lora`): ``{}``, ``{"trainable_token_indices": ...}`` or ``{"modules_to_save": [...]}``.
+
+    >>> new_rows_config(None, None, "tokens")
+    {}
+    """
+    if new_rows not in ("tokens", "full", "frozen"):
+        raise ValueError(f"new_rows must be 'tokens', 'full' or 'frozen', got {new_rows!r}")
+    if not new_token_ids:
+        return {}
+    if new_rows == "frozen":
+        warnings.warn(f"{len(new_token_ids)} NEW TOKEN ROWS STAY FROZEN: LoRA does not train embed_tokens or lm_head, "
+                      "so the new tokens keep their initial rows for the whole run. Use new_rows='tokens' or "
+                      "'full'.", stacklevel=3)
+        return {}
+    if liger_flce:
+        raise ValueError("new token rows under Liger's fused linear cross-entropy: the kernel reads lm_head.weight "
+                         "directly and would ignore the trained rows; turn fused_linear_cross_entropy off for this "
+                         "run")
+    if new_rows == "full":  # a tied output layer must follow the trained copy of the embedding
+        return ({"modules_to_save": ["embed_tokens"], "ensure_weight_tying": True} if _tied(model)
+                else {"modules_to_save": ["embed_tokens", "lm_head"]})
+    ids = sorted(int(i) for i in new_token_ids)
+    return {"trainable_token_indices": ids if _tied(model) else {"embed_tokens": ids, "lm_head": ids}}
+
+
+def embedding_rows(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """The effective input and output embedding matrices of a model, with any trainable-token deltas or
+    modules-to-save copies of a peft wrapper applied (detached copies)."""
+    def effective(module) -> torch.Tensor:
+        adapter = getattr(module, "token_adapter", None)
+        if adapter is not None:
+            return adapter.get_merged_weights(adapter.active_adapters).detach().clone()
+        if hasattr(module, "modules_to_save"):
+            return module.modules_to_save[module.active_adapters[0]].weight.detach().clone()
+        return module.weight.detach().clone()
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inp = effective(base.get_input_embeddings())
+    out = base.get_output_embeddings()
+    return inp, (inp if out is None else effective(out))
 
 
 def make_optimizer(model, name: str, *, lr: float, weight_decay: float, betas: tuple[float, float],

@@ -215,8 +215,9 @@ def run_key(cfg: Config, method: str, base, max_steps: int, lr: float, tokenizer
 
 def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | None = None):
     """The model a run trains: from scratch (``model.preset``), an azllm model folder, or a base with the tokenizer
-    swapped in; Liger applied; quantized for QLoRA; LoRA wrapped. Returns ``(model, info)`` with
-    ``info = {"method", "liger", "parameters", "source"}``."""
+    swapped in; Liger applied; quantized for QLoRA; LoRA wrapped, with the rows of a changed vocabulary trainable
+    (``model.new_rows``). Returns ``(model, info)`` with ``info = {"method", "liger", "parameters", "source",
+    "new_rows"}`` (``new_rows`` says which mechanism trains the new rows, if any)."""
     import torch
 
     from . import lora, model as azmodel
@@ -225,6 +226,7 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
     M = cfg.model
     dtype = torch_dtype(M.dtype)
     base = base or M.base
+    new_ids: list[int] = []
     if base is None:
         model = azmodel.build_model(azmodel.model_config(M.preset, tokenizer.vocab_size, **M.config), dtype=dtype,
                                     seed=cfg.seed)
@@ -238,6 +240,7 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
         model, _ = azmodel.load_base_with_tokenizer_swap(base, M.base_tokenizer or base, tokenizer, dtype=dtype,
                                                          init=M.swap_init)
         source = f"base {base}, tokenizer swapped ({M.swap_init} init)"
+        new_ids = list(range(tokenizer.vocab_size))  # a swap: every row is new
     if model.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"model vocab {model.config.vocab_size} != tokenizer vocab {tokenizer.vocab_size}")
     liger = azmodel.apply_liger(model, M.liger.kernels())
@@ -247,15 +250,19 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
                                     compute_dtype=torch_dtype(q.compute_dtype))
         if liger["applied"]:  # quantize_model reloads the model: patch the new instance
             liger = azmodel.apply_liger(model, liger["applied"])
+    rows = "trained with the model" if new_ids else "none"
     if method in ("lora", "qlora"):
         L = M.lora
+        how = M.new_rows if M.new_rows != "auto" else ("full" if len(new_ids) >= tokenizer.vocab_size else "tokens")
+        rows = f"{len(new_ids)} new rows: {how}" if new_ids else "none"
         torch.manual_seed(cfg.seed)
         model = lora.apply_lora(model, r=L.r, alpha=L.alpha, dropout=L.dropout, use_rslora=L.use_rslora,
                                 target_modules=L.target_modules or "all-linear", kbit=(method == "qlora"),
                                 gradient_checkpointing=cfg.train.gradient_checkpointing,
-                                liger_flce="fused_linear_cross_entropy" in liger["applied"])
+                                liger_flce="fused_linear_cross_entropy" in liger["applied"],
+                                new_token_ids=new_ids, new_rows=how)
     return model, {"method": method, "liger": liger, "parameters": azmodel.count_parameters(model),
-                   "source": source}
+                   "source": source, "new_rows": rows}
 
 
 def train(cfg: Config, data: dict, *, method: str | None = None, base: str | os.PathLike | None = None,

@@ -180,3 +180,74 @@ def test_optimizers_train_lora_and_qlora(base, name, quantized):
     assert any(not torch.equal(before[n], p) for n, p in m.named_parameters() if p.requires_grad)
     with pytest.raises(ValueError, match="unknown optimizer"):
         make_optimizer(m, "sgd", lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95))
+
+
+# ------------------------------------------------------------------------------ new token rows under LoRA
+
+def _train_steps(p, n_new: int, steps: int = 3):
+    from azllm.lora import make_optimizer
+
+    opt = make_optimizer(p, "adamw", lr=1e-2, weight_decay=0.0, betas=(0.9, 0.95))
+    g = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        x = torch.randint(0, V + n_new, (4, 16), generator=g)
+        x[:, ::3] = torch.randint(V, V + n_new, (4, 6), generator=g)  # the new tokens occur in every batch
+        p(input_ids=x, labels=x).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def _grown(tied: bool, n_new: int):
+    """A tiny model whose vocabulary grew by ``n_new`` ids (as after a tokenizer swap or an extension)."""
+    from azllm.model import build_model, model_config
+
+    m = build_model(model_config("tiny", V, **TINY_MODEL, tie_word_embeddings=tied), seed=0)
+    m.resize_token_embeddings(V + n_new, mean_resizing=False)
+    return m
+
+
+@pytest.mark.parametrize("new_rows", ["tokens", "full"])
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+def test_new_token_rows_train_under_lora_and_survive_save_load(tied, new_rows, tmp_path):
+    """The defect of a vocabulary change under LoRA: all-linear leaves embed_tokens / lm_head frozen, so new rows
+    never trained. With new_token_ids they train; the base rows do not move (tokens) and both reload."""
+    import copy
+
+    from peft import PeftModel
+
+    from azllm.lora import apply_lora, embedding_rows
+
+    n_new = 10
+    m = _grown(tied, n_new)
+    start = copy.deepcopy(m.state_dict())
+    in0, out0 = embedding_rows(m)
+    p = apply_lora(m, r=4, alpha=8, dropout=0.0, new_token_ids=list(range(V, V + n_new)), new_rows=new_rows)
+    _train_steps(p, n_new)
+    in1, out1 = embedding_rows(p)
+    for before, after in ((in0, in1), (out0, out1)):
+        assert (after[V:] - before[V:]).abs().amax(dim=1).min() > 1e-4  # every new row trained
+        if new_rows == "tokens":
+            assert torch.equal(after[:V], before[:V])  # the base rows did not move
+    assert tied == (in1.data_ptr() == out1.data_ptr() or torch.equal(in1, out1))
+    p.save_pretrained(tmp_path / "adapter")
+    fresh = _grown(tied, n_new)
+    fresh.load_state_dict(start)
+    q = PeftModel.from_pretrained(fresh, tmp_path / "adapter")
+    in2, out2 = embedding_rows(q)
+    assert torch.equal(in2, in1) and torch.equal(out2, out1)
+    x = torch.randint(0, V + n_new, (2, 8))
+    assert torch.allclose(p.eval()(input_ids=x).logits, q.eval()(input_ids=x).logits, atol=1e-6)
+
+
+def test_without_new_token_ids_the_rows_stay_frozen_and_frozen_warns_loudly():
+    from azllm.lora import apply_lora, embedding_rows
+
+    m = _grown(True, 10)
+    in0, _ = embedding_rows(m)
+    p = apply_lora(m, r=4, alpha=8, dropout=0.0)  # what a run did before the fix
+    _train_steps(p, 10)
+    assert torch.equal(embedding_rows(p)[0], in0)
+    with pytest.warns(UserWarning, match="NEW TOKEN ROWS STAY FROZEN"):
+        apply_lora(_grown(True, 10), r=4, alpha=8, dropout=0.0, new_token_ids=[V], new_rows="frozen")
+    with pytest.raises(ValueError, match="fused linear cross-entropy"):
+        apply_lora(_grown(True, 10), r=4, alpha=8, dropout=0.0, new_token_ids=[V], liger_flce=True)

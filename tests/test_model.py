@@ -157,3 +157,24 @@ def test_tokenizer_swap_rows_are_means_of_base_pieces_untied(swap_setup):
         checked += 1
     assert checked >= 5
     assert torch.equal(m.model.embed_tokens.weight[new.eos_id], base.model.embed_tokens.weight[s["base_tok"].eos_id])
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_lora_after_a_tokenizer_swap_trains_the_new_rows(swap_setup, method):
+    """The run layer makes a swapped vocabulary trainable under LoRA/QLoRA by default, and says how."""
+    from azllm import run
+    from azllm.config import load_params
+    from azllm.lora import embedding_rows, make_optimizer
+
+    s = swap_setup
+    cfg = load_params(None, overrides={"model": {"base": str(s["bases"][True]), "base_tokenizer": s["base_tok"].path,
+                                                 "config": TINY_MODEL}})
+    model, info = run.build_model(cfg, s["new_tok"], method)
+    assert info["new_rows"] == f"{s['new_tok'].vocab_size} new rows: full" and "tokenizer swapped" in info["source"]
+    before, _ = embedding_rows(model)
+    opt = make_optimizer(model, "adamw", lr=1e-2, weight_decay=0.0, betas=(0.9, 0.95))
+    x = torch.randint(0, s["new_tok"].vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
+    model.train()(input_ids=x, labels=x).loss.backward()
+    opt.step()
+    after, _ = embedding_rows(model)
+    assert (after[x.unique()] - before[x.unique()]).abs().amax(dim=1).min() > 0  # every row the batch used moved
