@@ -35,6 +35,7 @@ ids are int64 everywhere (Liger's kernels require it): the token files return in
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 import warnings
@@ -45,7 +46,7 @@ import torch
 from .utils import LIGER_KERNELS
 
 __all__ = ["PRESETS", "model_config", "build_model", "count_parameters", "load_base_with_tokenizer_swap",
-           "swap_tokenizer_embeddings", "liger_available", "apply_liger", "LigerError"]
+           "swap_tokenizer_embeddings", "extend_embeddings", "liger_available", "apply_liger", "LigerError"]
 
 log = logging.getLogger(__name__)
 
@@ -169,13 +170,14 @@ def _token_texts(tok) -> list[str | int | None]:
     out: list[str | int | None] = [None] * tok.vocab_size
     vocab = _hf_vocab(tok)
     if vocab is not None:
+        text = _byte_level_text if _is_byte_level(tok) else (lambda p: p.replace("\u2581", " "))
         for piece, i in vocab.items():
             if i >= tok.vocab_size or i in tok.special_ids:
                 continue
             if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
                 out[i] = int(piece[3:5], 16)
             else:
-                out[i] = piece.replace("\u2581", " ")
+                out[i] = text(piece)
         return out
     for i in range(tok.vocab_size):  # sentencepiece / tiktoken: decode each id alone
         if i in tok.special_ids or i in tok.fallback_ids:
@@ -185,6 +187,28 @@ def _token_texts(tok) -> list[str | int | None]:
         except Exception:  # noqa: BLE001 - undecodable single ids (partial UTF-8) have no text
             out[i] = None
     return out
+
+
+def _is_byte_level(tok) -> bool:
+    import json
+
+    data = json.loads((Path(tok.path) / "tokenizer.json").read_text(encoding="utf-8"))
+    return "ByteLevel" in json.dumps(data.get("decoder"))
+
+
+@functools.cache
+def _byte_decoder() -> dict[str, int]:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def _byte_level_text(piece: str) -> str | None:
+    """The text of a byte-level BPE piece (``"Ġbil"`` -> ``" bil"``); None when its bytes are not whole UTF-8."""
+    try:
+        return bytes(_byte_decoder()[c] for c in piece).decode("utf-8")
+    except (KeyError, UnicodeDecodeError):
+        return None
 
 
 def _base_piece_ids(base_tok, text: str) -> list[int]:
@@ -212,14 +236,17 @@ def _row_sources(text, special: int | None, base_tok, base_vocab: dict, n_base: 
 
 
 @torch.no_grad()
-def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str = "mean") -> dict:
+def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str = "mean",
+                              keep_first: int = 0) -> dict:
     """Resize ``model``'s embeddings to ``new_tokenizer`` and initialise every row (in place).
 
     ``init="mean"``: row ``i`` = mean of the base rows of ``base_tokenizer.encode(text_i)`` (input and, when not
     tied, output embeddings separately). ``init="random"``: normal rows with the base rows' mean and std (the
     control of the tokenizer-swap test). Byte-fallback pieces ``<0xNN>`` take the base's same byte piece when it
     has one (else the ASCII character's pieces); specials take the base's bos/eos/pad rows; anything else the mean
-    of all base rows. Returns counts: ``{"mean_init", "byte", "special", "fallback"}``.
+    of all base rows. ``keep_first`` (an extended vocabulary, see :func:`extend_embeddings`): ids below it keep
+    their base rows and only the ids after it are initialised. Returns counts:
+    ``{"kept", "mean_init", "byte", "special", "fallback", "random"}``.
 
     Example: the new piece ``"▁evlərimizdən"`` -> text ``" evlərimizdən"`` -> base pieces
     ``[" ev", "lər", "imiz", "dən"]`` -> its row is the mean of those four base rows.
@@ -237,14 +264,23 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
     new_in = torch.empty(V, emb_in.shape[1])
     new_out = torch.empty(V, emb_in.shape[1]) if emb_out is not None else None
     gen = torch.Generator().manual_seed(0)
-    counts = {"mean_init": 0, "byte": 0, "special": 0, "fallback": 0}
+    counts = {"kept": 0, "mean_init": 0, "byte": 0, "special": 0, "fallback": 0, "random": 0}
     specials = {new_tok.bos_id: base_tok.bos_id, new_tok.eos_id: base_tok.eos_id, new_tok.pad_id: base_tok.pad_id}
 
     def rows(src: torch.Tensor, ids: list[int]) -> torch.Tensor:
         return src[torch.tensor(ids, dtype=torch.long)].mean(0)
 
+    if init not in ("mean", "random"):
+        raise ValueError(f"init must be 'mean' or 'random', got {init!r}")
     for i in range(V):
+        if i < keep_first:
+            new_in[i] = emb_in[i]
+            if new_out is not None:
+                new_out[i] = emb_out[i]
+            counts["kept"] += 1
+            continue
         if init == "random":
+            counts["random"] += 1
             new_in[i] = torch.randn(emb_in.shape[1], generator=gen) * emb_in.std() + emb_in.mean()
             if new_out is not None:
                 new_out[i] = torch.randn(emb_in.shape[1], generator=gen) * emb_out.std() + emb_out.mean()
@@ -254,8 +290,6 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
         new_in[i] = rows(emb_in, ids) if ids else emb_in.mean(0)
         if new_out is not None:
             new_out[i] = rows(emb_out, ids) if ids else emb_out.mean(0)
-    if init not in ("mean", "random"):
-        raise ValueError(f"init must be 'mean' or 'random', got {init!r}")
     dtype = model.get_input_embeddings().weight.dtype
     model.resize_token_embeddings(V, mean_resizing=False)
     model.get_input_embeddings().weight.copy_(new_in.to(dtype))
@@ -271,6 +305,24 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
             if getattr(model, "generation_config", None) is not None:
                 setattr(model.generation_config, f"{k}_token_id", v)
     return counts
+
+
+def extend_embeddings(model, base_tokenizer, extended_tokenizer, *, init: str = "mean") -> dict:
+    """Grow ``model``'s embeddings (input and, when untied, output) to an extended tokenizer (in place): every base
+    row stays, each new token's row is the mean of the base rows of the pieces the base tokenizer cuts its text
+    into (``init="mean"``), or a random row with the base rows' mean and std (``init="random"``).
+
+    >>> counts = extend_embeddings(model, "tokenizers/llama3.1", "artifacts/llama3-az8k")  # doctest: +SKIP
+    >>> counts["kept"], counts["mean_init"]  # doctest: +SKIP
+    (128256, 7998)
+    """
+    base_tok, new_tok = _as_tok(base_tokenizer), _as_tok(extended_tokenizer)
+    rows = model.get_input_embeddings().weight.shape[0]
+    if base_tok.vocab_size > rows or new_tok.vocab_size <= base_tok.vocab_size:
+        raise ValueError(f"{new_tok.name} ({new_tok.vocab_size} ids) does not extend {base_tok.name} "
+                         f"({base_tok.vocab_size} ids) on a model of {rows} rows")
+    # rows past the base tokenizer (a padded embedding, as in Qwen) are initialised like the new tokens
+    return swap_tokenizer_embeddings(model, base_tok, new_tok, init=init, keep_first=base_tok.vocab_size)
 
 
 def load_base_with_tokenizer_swap(base: str | os.PathLike, base_tokenizer, new_tokenizer, *,

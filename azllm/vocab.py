@@ -41,7 +41,7 @@ from typing import Iterable
 
 __all__ = ["extend_tokenizer", "changed_token_share", "base_ids_kept", "VocabError"]
 
-_TRAIN_FACTOR = 3  # train this many times n_new merges: most early merges already exist in the base
+_TRAIN_FACTOR = 3  # train 3 x n_new merges first (most early merges already exist in the base), more if needed
 
 
 class VocabError(ValueError):
@@ -108,7 +108,8 @@ def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
     merges = model["merges"]
     as_list = bool(merges) and isinstance(merges[0], list)
     added: list[str] = []
-    for a, b in _learned_merges(data, docs, n_new):
+    for a, b in _enough(lambda size: _learned_merges(data, docs, size), n_new,
+                        lambda ms: sum(1 for a, b in ms if a + b not in vocab and not _has_digit(a + b))):
         t = a + b
         if t in vocab or a not in vocab or b not in vocab or _has_digit(t):
             continue
@@ -123,7 +124,20 @@ def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
             "new_tokens": added}
 
 
-def _learned_merges(base_data: dict, docs: list[str], n_new: int) -> list[tuple[str, str]]:
+def _enough(learn, n_new: int, count_new) -> list:
+    """``learn(size)`` with a growing training size until it yields ``n_new`` candidates (most early merges or
+    pieces already exist in the base) or stops growing (the corpus has no more to give)."""
+    size, found, last = _TRAIN_FACTOR * n_new, [], -1
+    for _ in range(6):
+        found = learn(size)
+        n = count_new(found)
+        if n >= n_new or n == last:
+            break
+        size, last = size * 2, n
+    return found
+
+
+def _learned_merges(base_data: dict, docs: list[str], size: int) -> list[tuple[str, str]]:
     """Merges of a BPE trained on ``docs`` with the base's normalizer and pre-tokenizer, in learned order."""
     from tokenizers import Tokenizer, pre_tokenizers
     from tokenizers.models import BPE
@@ -140,7 +154,7 @@ def _learned_merges(base_data: dict, docs: list[str], n_new: int) -> list[tuple[
         tok.pre_tokenizer = pre_tokenizers.Split("▁", behavior="merged_with_next")
     alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_level else []
     kw = {} if byte_level else {"limit_alphabet": 1000}
-    trainer = BpeTrainer(vocab_size=len(alphabet) + _TRAIN_FACTOR * n_new, initial_alphabet=alphabet,
+    trainer = BpeTrainer(vocab_size=len(alphabet) + size, initial_alphabet=alphabet,
                          show_progress=False, **kw)
     tok.train_from_iterator(docs, trainer=trainer)
     merges = json.loads(tok.to_str())["model"]["merges"]
@@ -163,8 +177,9 @@ def _extend_sentencepiece(src: Path, docs: list[str], n_new: int, out: Path, see
     base.ParseFromString(src.read_bytes())
     if base.trainer_spec.model_type != pb.TrainerSpec.BPE:
         raise VocabError(f"{src}: a SentencePiece model of type {base.trainer_spec.model_type}; only BPE is extended")
-    learned = _learned_pieces(base, docs, n_new, out, seed)
     have = {p.piece for p in base.pieces}
+    learned = _enough(lambda size: _learned_pieces(base, docs, size, out, seed), n_new,
+                      lambda ps: sum(1 for p in ps if p not in have and not _has_digit(p)))
     low = min(p.score for p in base.pieces)
     n_base = len(base.pieces)
     added = [p for p in learned if p not in have and not _has_digit(p)][:n_new]
@@ -179,7 +194,7 @@ def _extend_sentencepiece(src: Path, docs: list[str], n_new: int, out: Path, see
             "new_tokens": added}
 
 
-def _learned_pieces(base, docs: list[str], n_new: int, work: Path, seed: int) -> list[str]:
+def _learned_pieces(base, docs: list[str], size: int, work: Path, seed: int) -> list[str]:
     """Normal pieces of a SentencePiece BPE trained on ``docs`` with the base's normalization, in merge order."""
     import sentencepiece as spm
 
@@ -188,7 +203,7 @@ def _learned_pieces(base, docs: list[str], n_new: int, work: Path, seed: int) ->
     corpus.write_text("\n".join(d.replace("\n", " ") for d in docs) + "\n", encoding="utf-8")
     spm.set_random_generator_seed(seed)
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(work / "az"), model_type="bpe", vocab_size=_TRAIN_FACTOR * n_new,
+        input=str(corpus), model_prefix=str(work / "az"), model_type="bpe", vocab_size=size,
         character_coverage=0.9999, byte_fallback=True, split_digits=base.trainer_spec.split_digits,
         normalization_rule_name="identity", add_dummy_prefix=ns.add_dummy_prefix,
         remove_extra_whitespaces=ns.remove_extra_whitespaces, max_sentence_length=1 << 16, minloglevel=2,

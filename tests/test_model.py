@@ -178,3 +178,37 @@ def test_lora_after_a_tokenizer_swap_trains_the_new_rows(swap_setup, method):
     opt.step()
     after, _ = embedding_rows(model)
     assert (after[x.unique()] - before[x.unique()]).abs().amax(dim=1).min() > 0  # every row the batch used moved
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+def test_extension_keeps_base_rows_and_means_the_new_ones(swap_setup, tied, tmp_path):
+    from transformers import LlamaForCausalLM
+
+    from azllm.data import iter_documents, resolve_source
+    from azllm.model import extend_embeddings
+    from azllm.tokenizer import load_tokenizer
+    from azllm.vocab import extend_tokenizer
+
+    s = swap_setup
+    docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt"}, FIXTURES)))
+    ext = load_tokenizer(extend_tokenizer(s["base_tok"].path, docs, 100, tmp_path / "ext"))
+    n = s["base_tok"].vocab_size
+    assert ext.vocab_size == n + 100
+    base = LlamaForCausalLM.from_pretrained(s["bases"][tied])
+    m = LlamaForCausalLM.from_pretrained(s["bases"][tied])
+    counts = extend_embeddings(m, s["base_tok"], ext)
+    assert counts["kept"] == n and counts["mean_init"] == 100 and m.config.vocab_size == n + 100
+    w_in, w_out = m.get_input_embeddings().weight, m.get_output_embeddings().weight
+    assert torch.equal(w_in[:n], base.get_input_embeddings().weight)
+    assert torch.equal(w_out[:n], base.get_output_embeddings().weight)
+    assert tied == (w_in.data_ptr() == w_out.data_ptr())
+    for i in range(n, n + 100, 17):  # each new row: the mean of the base rows of its text's base pieces
+        text = ext.decode([i])
+        pieces = s["base_tok"].encode(text)
+        if len(pieces) > 1 and s["base_tok"].decode(pieces[:1]).strip() == "":
+            pieces = pieces[1:]
+        assert torch.allclose(w_in[i], base.get_input_embeddings().weight[pieces].mean(0), atol=1e-6), text
+    x = torch.tensor([ext.encode(" ".join(docs[:3]))[:64]])
+    assert torch.isfinite(m(input_ids=x, labels=x).loss)
+    with pytest.raises(ValueError, match="does not extend"):
+        extend_embeddings(LlamaForCausalLM.from_pretrained(s["bases"][tied]), ext, s["base_tok"])
