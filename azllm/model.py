@@ -290,21 +290,27 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
         new_in[i] = rows(emb_in, ids) if ids else emb_in.mean(0)
         if new_out is not None:
             new_out[i] = rows(emb_out, ids) if ids else emb_out.mean(0)
+    _install_rows(model, new_in, new_out, new_tok)
+    return counts
+
+
+def _install_rows(model, new_in: torch.Tensor, new_out: torch.Tensor | None, new_tok) -> None:
+    """Resize the model to the new rows, copy them in (tying the output layer back when it was tied) and point
+    the config's special ids at the new tokenizer's."""
     dtype = model.get_input_embeddings().weight.dtype
-    model.resize_token_embeddings(V, mean_resizing=False)
+    model.resize_token_embeddings(new_in.shape[0], mean_resizing=False)
     model.get_input_embeddings().weight.copy_(new_in.to(dtype))
     if new_out is not None:
         model.get_output_embeddings().weight.copy_(new_out.to(dtype))
     else:
         model.tie_weights()
-    model.config.vocab_size = V
+    model.config.vocab_size = new_in.shape[0]
     for k in ("bos", "eos", "pad"):
         v = getattr(new_tok, f"{k}_id")
         if v is not None:
             setattr(model.config, f"{k}_token_id", v)
             if getattr(model, "generation_config", None) is not None:
                 setattr(model.generation_config, f"{k}_token_id", v)
-    return counts
 
 
 def extend_embeddings(model, base_tokenizer, extended_tokenizer, *, init: str = "mean") -> dict:
