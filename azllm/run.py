@@ -213,11 +213,42 @@ def run_key(cfg: Config, method: str, base, max_steps: int, lr: float, tokenizer
                       "data": {k: read_header(v).get("key") for k, v in files.items()}}, n=12)
 
 
+def _load_base(cfg: Config, tokenizer, base: str | os.PathLike, dtype):
+    """A pretrained base fitted to the run's tokenizer: ``(model, source, new_ids)``.
+
+    - an azllm model folder trained with this very tokenizer: as it is;
+    - a tokenizer that extends the base's (``azllm_vocab.json`` of :func:`azllm.vocab.extend_tokenizer`): base rows
+      kept, new rows initialised (``model.swap_init``), ``new_ids`` = the appended ids;
+    - any other tokenizer: swapped in (every row new).
+    The base's tokenizer is ``model.base_tokenizer``, else the one an azllm model records, else the base itself.
+    """
+    import json
+
+    from transformers import AutoModelForCausalLM
+
+    from . import model as azmodel
+
+    meta_path = Path(base) / "azllm_model.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype, trust_remote_code=False,
+                                                 use_safetensors=True)
+    if meta.get("tokenizer") == tokenizer.fingerprint:
+        return model, f"azllm model {base}", []
+    base_tok = cfg.model.base_tokenizer or meta.get("tokenizer_path") or str(base)
+    init = cfg.model.swap_init
+    if tokenizer.path and (Path(tokenizer.path) / "azllm_vocab.json").is_file():
+        counts = azmodel.extend_embeddings(model, base_tok, tokenizer, init=init)
+        return model, f"base {base}, vocabulary extended ({init} init)", list(range(counts["kept"],
+                                                                                      tokenizer.vocab_size))
+    azmodel.swap_tokenizer_embeddings(model, base_tok, tokenizer, init=init)
+    return model, f"base {base}, tokenizer swapped ({init} init)", list(range(tokenizer.vocab_size))
+
+
 def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | None = None):
-    """The model a run trains: from scratch (``model.preset``), an azllm model folder, or a base with the tokenizer
-    swapped in; Liger applied; quantized for QLoRA; LoRA wrapped, with the rows of a changed vocabulary trainable
-    (``model.new_rows``). Returns ``(model, info)`` with ``info = {"method", "liger", "parameters", "source",
-    "new_rows"}`` (``new_rows`` says which mechanism trains the new rows, if any)."""
+    """The model a run trains: from scratch (``model.preset``) or a base fitted to the tokenizer (kept, extended or
+    swapped, :func:`_load_base`); Liger applied; quantized for QLoRA; LoRA wrapped, with the rows of a changed
+    vocabulary trainable (``model.new_rows``). Returns ``(model, info)`` with ``info = {"method", "liger",
+    "parameters", "source", "new_rows"}`` (``new_rows`` says which mechanism trains the new rows, if any)."""
     import torch
 
     from . import lora, model as azmodel
@@ -231,16 +262,8 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
         model = azmodel.build_model(azmodel.model_config(M.preset, tokenizer.vocab_size, **M.config), dtype=dtype,
                                     seed=cfg.seed)
         source = f"random init, preset {M.preset}"
-    elif (Path(base) / "azllm_model.json").is_file():  # a model trained by azllm with this tokenizer
-        from transformers import LlamaForCausalLM
-
-        model = LlamaForCausalLM.from_pretrained(str(base), dtype=dtype, use_safetensors=True)
-        source = f"azllm model {base}"
     else:
-        model, _ = azmodel.load_base_with_tokenizer_swap(base, M.base_tokenizer or base, tokenizer, dtype=dtype,
-                                                         init=M.swap_init)
-        source = f"base {base}, tokenizer swapped ({M.swap_init} init)"
-        new_ids = list(range(tokenizer.vocab_size))  # a swap: every row is new
+        model, source, new_ids = _load_base(cfg, tokenizer, base, dtype)
     if model.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"model vocab {model.config.vocab_size} != tokenizer vocab {tokenizer.vocab_size}")
     liger = azmodel.apply_liger(model, M.liger.kernels())
@@ -250,7 +273,7 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
                                     compute_dtype=torch_dtype(q.compute_dtype))
         if liger["applied"]:  # quantize_model reloads the model: patch the new instance
             liger = azmodel.apply_liger(model, liger["applied"])
-    rows = "trained with the model" if new_ids else "none"
+    rows = f"{len(new_ids)} new rows: trained with the model" if new_ids else "none"
     if method in ("lora", "qlora"):
         L = M.lora
         how = M.new_rows if M.new_rows != "auto" else ("full" if len(new_ids) >= tokenizer.vocab_size else "tokens")

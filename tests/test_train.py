@@ -190,3 +190,50 @@ def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
     assert m["final_val_bpb"] > 0 and m["tokens_per_s"] > 0
     assert m["final_val_loss"] < m["first_val_loss"]
     assert (run_dir / "03_train.html").is_file()
+
+
+@pytest.fixture(scope="module")
+def extended_lora(data, tmp_path_factory):
+    """A LoRA run on a tiny BPE model whose tokenizer is extended by 40 Azerbaijani tokens (trainable rows)."""
+    from azllm.data import iter_documents, resolve_source
+    from azllm.run import prepare_data, train
+    from azllm.vocab import extend_tokenizer
+
+    tmp = tmp_path_factory.mktemp("ext")
+    bpe = {"run_name": "bpe", "tokenizer": {"model_type": "bpe"}}
+    Pb = tiny_params(data["art"], bpe, max_steps=4)
+    db = prepare_data(Pb, progress=False)
+    base = train(Pb, db, output_dir=tmp / "base", progress=False, resume=False)
+    docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt"}, FIXTURES)))
+    folder = extend_tokenizer(db["tokenizer"].path, docs, 40, tmp / "tok")
+    over = {**bpe, "run_name": "ext", "tokens": {"tokenizer": str(folder), "dir": str(tmp / "tokens")},
+            "model": {"base": base["final_dir"]}}
+    P = tiny_params(data["art"], over, method="lora")
+    return {"over": over, "data": prepare_data(P, progress=False), "P": P}
+
+
+def test_lora_with_new_rows_killed_and_resumed_follows_the_same_curve(data, extended_lora, tmp_path):
+    """Resume of an adapter run: LoRA + trainable token rows, SIGKILLed after step 6, resumed from checkpoint 4,
+    reproduces the uninterrupted run's losses, and the final adapter holds the trained rows."""
+    from azllm.run import train
+
+    e = extended_lora
+    full = train(e["P"], e["data"], output_dir=tmp_path / "full", progress=False, resume=False)
+    assert full["new_rows"] == "40 new rows: tokens" and "vocabulary extended" in full["source"]
+    out = tmp_path / "run"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "kill_at_step": 6,
+                                "overrides": e["over"], "train": {"method": "lora"}}))
+    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == -9, p.stderr[-3000:]
+    r = train(e["P"], e["data"], output_dir=out, progress=False, resume=True)
+    assert r["resumed_from"].endswith("checkpoint-4")
+    a, b = _losses(full), _losses(r)
+    assert sorted(b) == list(range(1, 13))
+    for s in range(1, 13):
+        assert b[s] == pytest.approx(a[s], abs=1e-4), (s, a[s], b[s])
+    from safetensors.torch import load_file
+
+    saved = load_file(Path(r["final_dir"]) / "adapter_model.safetensors")
+    assert any("trainable_tokens" in k for k in saved)

@@ -1,7 +1,7 @@
 """Run one tiny training in its own process, for the resume and distributed tests.
 
 ``python tests/train_entry.py spec.json`` (or under ``torchrun``). The spec holds ``art`` (artifacts dir of the
-shared tiny data), ``train`` (train params overrides), ``output_dir``, optional ``kill_at_step`` (SIGKILL this
+shared tiny data), ``train`` (train params overrides), optional ``overrides`` (other params), ``output_dir``, optional ``kill_at_step`` (SIGKILL this
 process at the end of that optimizer step: a crash, no cleanup) and optional ``record`` (a folder where each
 rank writes the training windows it read and its final weights).
 """
@@ -29,7 +29,7 @@ def main(spec_path: str) -> None:
 
     spec = json.loads(Path(spec_path).read_text())
     os.environ["AZLLM_ARTIFACTS"] = spec["art"]
-    P = tiny_params(Path(spec["art"]), **spec.get("train", {}))
+    P = tiny_params(Path(spec["art"]), spec.get("overrides"), **spec.get("train", {}))
     d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
     rank = int(os.environ.get("RANK", "0"))
     callbacks = []

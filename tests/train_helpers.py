@@ -19,19 +19,20 @@ TINY_TRAIN = {"batch_size": 4, "block_size": 32, "max_steps": 12, "warmup_steps"
               "eval_batch_size": 8, "untimed_steps": 1, "lr": 3e-3}
 
 
-def tiny_params(art: Path, **train):
-    """The config of a tiny run on the fixture corpus whose artifacts go under ``art``."""
-    from azllm.config import load_params
+def tiny_params(art: Path, overrides: dict | None = None, **train):
+    """The config of a tiny run on the fixture corpus whose artifacts go under ``art`` (``overrides``: more params,
+    laid over it)."""
+    from azllm.config import deep_update, load_params
 
     t = copy.deepcopy(TINY_TRAIN)
     t.update(train)
-    return load_params(None, overrides={
+    return load_params(None, overrides=deep_update({
         "run_name": "t", "seed": 1234,
         "data": {"root": str(FIXTURES),
                  "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 25_000},
                  "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 60}}},
         "tokenizer": {"vocab_size": 512, "model_type": "unigram"}, "model": {"config": copy.deepcopy(TINY_MODEL)},
-        "train": t})
+        "train": t}, copy.deepcopy(overrides or {})))
 
 
 @pytest.fixture(scope="module")
