@@ -44,7 +44,7 @@ from .utils import json_hash
 __all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig", "DataConfig",
            "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
            "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
-           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "Dtype"]
+           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "AdaptConfig", "Dtype"]
 
 Dtype = Literal["fp32", "bf16", "fp16"]
 
@@ -377,6 +377,11 @@ class TrainConfig(_Section):
     """Resume from the last complete checkpoint of the same run."""
     untimed_steps: int = 5
     """Steps left out of tokens/s."""
+    eval_on_start: bool = False
+    """Evaluate before the first step too (the curves start at step 0)."""
+    rows_only_steps: int = 0
+    """Two-stage adapter schedule: new token rows alone for this many steps, then LoRA's matrices join (LoRA and
+    QLoRA with a changed vocabulary)."""
     compare: list[Literal["full", "lora", "qlora"]] = Field(default_factory=lambda: ["full", "lora", "qlora"])
     """Methods trained after the main run, from its model, for the comparison table."""
     compare_steps: int = 25
@@ -476,6 +481,51 @@ class BenchmarkConfig(_Section):
     """The fit planner."""
 
 
+# ----------------------------------------------------------------------------------------------------- adapt
+
+class AdaptConfig(_Section):
+    """The adaptation study (notebook 05): teach a pretrained base Azerbaijani three ways, measure what English
+    loses."""
+
+    base: str | None = None
+    """A pretrained base (folder or hub id, e.g. meta-llama/Llama-3.2-1B). None: a small English Llama is
+    pretrained in the notebook (model.preset + base_model) on ``english`` with an English BPE of ``base_vocab_size``."""
+    base_tokenizer: str | None = None
+    """The base's tokenizer (None: the base itself)."""
+    base_model: dict[str, Any] = Field(default_factory=dict)
+    """LlamaConfig overrides of model.preset for the pretrained study base."""
+    base_vocab_size: int = 4000
+    """Vocabulary of the study base's English BPE."""
+    base_steps: int = 300
+    """Pretraining steps of the study base."""
+    base_lr: float = 3e-3
+    """Pretraining learning rate of the study base."""
+    english: SourceConfig = _src(path="data/en/train.txt", max_bytes=3_000_000)
+    """English text the study base learns from."""
+    english_eval: SourceConfig = _src(path="data/en/valid.txt", max_bytes=400_000)
+    """Held-out English: bits per byte before and after adaptation."""
+    az_train_bytes: int = 4_000_000
+    """Bytes of data.train the adaptation runs read (every way reads the same documents)."""
+    ways: list[Literal["keep", "extend", "swap"]] = Field(default_factory=lambda: ["keep", "extend", "swap"])
+    """keep the base tokenizer | extend it with n_new Azerbaijani tokens | swap in the run's Azerbaijani one."""
+    methods: list[Literal["full", "lora"]] = Field(default_factory=lambda: ["full", "lora"])
+    """Full fine-tuning and/or LoRA (new token rows trainable)."""
+    n_new: int = 2000
+    """Azerbaijani tokens the extend way adds."""
+    steps: int = 150
+    """Adaptation steps per run. Equal compute: every run takes the same steps of the same batch x block tokens."""
+    lr_full: float = 1e-3
+    """Learning rate of full fine-tuning."""
+    lr_lora: float = 3e-3
+    """Learning rate of LoRA."""
+    eval_steps: int = 50
+    """Evaluate every this many adaptation steps (and before the first)."""
+    extend_bases: list[str] = Field(default_factory=lambda: ["llama3"])
+    """Baselines (names in ``baselines``) extended for the tokens-per-word table."""
+    extend_sizes: list[int] = Field(default_factory=lambda: [4000, 8000, 16000, 32000])
+    """n_new of that table."""
+
+
 # ------------------------------------------------------------------------------------------------------- run
 
 class Config(_Section):
@@ -486,7 +536,7 @@ class Config(_Section):
     seed: int = 1234
     """Seed of tokenizers, models, data order and sampling."""
     notebooks: list[str] = Field(default_factory=lambda: ["01_tokenizers", "02_tokens", "03_train",
-                                                          "04_benchmark"])
+                                                          "04_benchmark", "05_adapt"])
     """Notebooks executed, in order, from notebooks/."""
     data: DataConfig = Field(default_factory=DataConfig)
     """Data sources."""
@@ -504,6 +554,8 @@ class Config(_Section):
     """Training."""
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
     """The memory and throughput benchmark."""
+    adapt: AdaptConfig = Field(default_factory=AdaptConfig)
+    """The adaptation study."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able nested dicts (what reports record)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
+__all__ = ["adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
            "variant_bars", "predicted_vs_measured"]
 
 
@@ -153,5 +153,24 @@ def predicted_vs_measured(pred):
     ax.set_xlabel("measured peak above baseline (MiB)")
     ax.set_ylabel("memory model (MiB)")
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def adapt_curves(results: list[dict]):
+    """Bits per byte against adaptation steps, Azerbaijani (FLORES dev) and English (held out), one line per way
+    and method (solid: full fine-tuning, dashed: LoRA)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    colors = {"keep": "tab:blue", "extend": "tab:orange", "swap": "tab:green"}
+    for r in results:
+        for ax, name in zip(axes, ("flores", "en")):
+            pts = r["curves"]["eval"][name]
+            ax.plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", color=colors.get(r["way"]),
+                    linestyle="-" if r["method"] == "full" else "--", label=f"{r['way']} / {r['method']}")
+    axes[0].set(xlabel="adaptation step", ylabel="bits per byte", title="Azerbaijani (FLORES dev): lower is better")
+    axes[1].set(xlabel="adaptation step", ylabel="bits per byte", title="English (held out): what the base loses")
+    for a in axes:
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -213,7 +213,7 @@ def run_key(cfg: Config, method: str, base, max_steps: int, lr: float, tokenizer
                       "data": {k: read_header(v).get("key") for k, v in files.items()}}, n=12)
 
 
-def _load_base(cfg: Config, tokenizer, base: str | os.PathLike, dtype):
+def fit_base(cfg: Config, tokenizer, base: str | os.PathLike, dtype):
     """A pretrained base fitted to the run's tokenizer: ``(model, source, new_ids)``.
 
     - an azllm model folder trained with this very tokenizer: as it is;
@@ -246,7 +246,7 @@ def _load_base(cfg: Config, tokenizer, base: str | os.PathLike, dtype):
 
 def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | None = None):
     """The model a run trains: from scratch (``model.preset``) or a base fitted to the tokenizer (kept, extended or
-    swapped, :func:`_load_base`); Liger applied; quantized for QLoRA; LoRA wrapped, with the rows of a changed
+    swapped, :func:`fit_base`); Liger applied; quantized for QLoRA; LoRA wrapped, with the rows of a changed
     vocabulary trainable (``model.new_rows``). Returns ``(model, info)`` with ``info = {"method", "liger",
     "parameters", "source", "new_rows"}`` (``new_rows`` says which mechanism trains the new rows, if any)."""
     import torch
@@ -263,7 +263,7 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
                                     seed=cfg.seed)
         source = f"random init, preset {M.preset}"
     else:
-        model, source, new_ids = _load_base(cfg, tokenizer, base, dtype)
+        model, source, new_ids = fit_base(cfg, tokenizer, base, dtype)
     if model.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"model vocab {model.config.vocab_size} != tokenizer vocab {tokenizer.vocab_size}")
     liger = azmodel.apply_liger(model, M.liger.kernels())
@@ -319,6 +319,7 @@ def train(cfg: Config, data: dict, *, method: str | None = None, base: str | os.
         gradient_checkpointing=T.gradient_checkpointing, eval_steps=T.eval_steps, eval_max_tokens=T.eval_max_tokens,
         eval_batch_size=T.eval_batch_size, logging_steps=T.logging_steps, save_steps=T.save_steps,
         save_total_limit=T.save_total_limit, resume=resume, untimed_steps=T.untimed_steps, seed=cfg.seed,
+        eval_on_start=T.eval_on_start, rows_only_steps=T.rows_only_steps if method != "full" else 0,
         callbacks=callbacks, progress=progress)
 
 

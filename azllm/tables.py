@@ -3,6 +3,7 @@ anew. Figures of the same results are in :mod:`azllm.plots`.
 
 - tokenizers: :func:`tokenizer_tables`, :func:`best_summary`;
 - training: :func:`data_summary`, :func:`run_summary` (one run), :func:`compare_rows` (full vs LoRA vs QLoRA);
+- adaptation: :func:`adapt_rows`;
 - token files: :func:`split_summary`, :func:`split_rows`;
 - the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
 - the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`, :func:`fit_table`.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from . import memory as mem
 from .bench.encoder import VARIANT_LABELS
 
-__all__ = ["tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
+__all__ = ["adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
            "prediction_table", "prediction_notes", "cost_table", "fit_table", "records"]
 
 MB = 2**20
@@ -91,6 +92,22 @@ def compare_rows(runs: list[dict]) -> list[dict]:
                      "step_time_s": round(t["step_time_s"] or 0, 4), "peak_rss_mb": t["peak_rss_mb"],
                      **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
                      "val_loss": round(r["final"]["val"]["loss"], 4), "val_bpb": round(r["final"]["val"]["bpb"], 4)})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ adaptation
+
+def adapt_rows(results: list[dict], fertility: dict[str, float]) -> list[dict]:
+    """One row per adaptation run (:func:`azllm.adapt.adapt_run`): tokens per word of its tokenizer on FLORES,
+    Azerbaijani and English bits per byte before the first step and after the last, tokens/s and wall time."""
+    rows = []
+    for r in results:
+        ev = r["curves"]["eval"]
+        rows.append({"way": r["way"], "method": r["method"], "vocab": r["vocab_size"],
+                     "tokens/word": fertility[r["way"]], "az bpb before": ev["flores"][0]["bpb"],
+                     "az bpb after": r["final"]["flores"]["bpb"], "en bpb before": ev["en"][0]["bpb"],
+                     "en bpb after": r["final"]["en"]["bpb"], "tokens/s": r["throughput"]["tokens_per_s"],
+                     "wall s": r["seconds"], "trainable": r["parameters"]["trainable"], "new rows": r["new_rows"]})
     return rows
 
 

@@ -58,6 +58,7 @@ import torch
 from .utils import atomic_write_json, peak_rss_mb, progress, reset_peak_rss, vm_hwm_mb
 
 __all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
+           "RowsFirstCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
            "load_trained", "generate", "precision_flags", "METHODS"]
 
@@ -255,6 +256,21 @@ class SafetyCallback(_trainer_callback_base()):
         self.handle.remove()
 
 
+class RowsFirstCallback(_trainer_callback_base()):
+    """Two-stage adapter schedule: for the first ``n_steps`` optimizer steps only the trainable token rows (peft's
+    ``trainable_tokens`` / ``modules_to_save``) are updated: LoRA's gradients are dropped before the optimizer
+    step, so AdamW leaves those matrices (and their states) untouched; after that everything trains."""
+
+    def __init__(self, n_steps: int):
+        self.n_steps = int(n_steps)
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kw):
+        if state.global_step < self.n_steps and model is not None:
+            for name, p in model.named_parameters():
+                if "lora_" in name:
+                    p.grad = None
+
+
 class ProgressBarCallback(_trainer_callback_base()):
     """A progress bar of the optimizer steps on :func:`azllm.utils.progress` (the terminal or the run's log),
     with the last logged loss; the Trainer's own bars and log printing are switched off."""
@@ -339,12 +355,16 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
                  warmup_steps: int, weight_decay: float, betas, grad_clip: float, optimizer: str, precision: str,
                  gradient_checkpointing: bool, eval_steps: int, eval_max_tokens: int | None, eval_batch_size: int,
                  logging_steps: int, save_steps: int, save_total_limit: int, resume: bool, untimed_steps: int,
-                 seed: int, info: dict | None = None, callbacks: list | tuple = (), progress: bool = True) -> dict:
+                 seed: int, eval_on_start: bool = False, rows_only_steps: int = 0, info: dict | None = None,
+                 callbacks: list | tuple = (), progress: bool = True) -> dict:
     """Train ``model`` with the HF Trainer on a token file and return a plain dict of results.
 
     ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
     and dev sets); ``key``: what identifies the run (written to ``results.json``, see :func:`finished_result`);
     ``info``: what the caller knows about the model (Liger report, parameters, source), copied to the results.
+    ``eval_on_start``: evaluate before the first step too (the curves then start at step 0, the model as given).
+    ``rows_only_steps``: a two-stage schedule for adapters: the first steps update only the trainable token rows
+    (:class:`RowsFirstCallback`), then LoRA's matrices join.
     The Trainer's own arguments are named as in :class:`azllm.config.TrainConfig`.
 
     Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
@@ -372,12 +392,13 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
                                weight_decay=weight_decay, grad_clip=grad_clip, precision=precision,
                                gradient_checkpointing=gradient_checkpointing, eval_steps=eval_steps,
                                eval_batch_size=eval_batch_size, logging_steps=logging_steps, save_steps=save_steps,
-                               save_total_limit=save_total_limit, seed=seed)
+                               save_total_limit=save_total_limit, seed=seed, eval_on_start=eval_on_start)
     opt = make_optimizer(model, optimizer, lr=lr, weight_decay=weight_decay, betas=tuple(betas))
     trainer = Trainer(model=model, args=args,
                       train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), block_size),
                       eval_dataset={k: v["dataset"] for k, v in eval_info.items()}, optimizers=(opt, None),
-                      callbacks=[safety, throughput, *callbacks])
+                      callbacks=[safety, throughput, *callbacks,
+                                 *([RowsFirstCallback(rows_only_steps)] if rows_only_steps else [])])
     trainer.remove_callback(PrinterCallback)  # log dicts stay out of stdout (and out of report pages)
     trainer.remove_callback(ProgressCallback)
     if progress:
@@ -409,7 +430,8 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
 def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: int, grad_accum: int, lr: float,
                         min_lr_ratio: float, warmup_steps: int, weight_decay: float, grad_clip: float,
                         precision: str, gradient_checkpointing: bool, eval_steps: int, eval_batch_size: int,
-                        logging_steps: int, save_steps: int, save_total_limit: int, seed: int):
+                        logging_steps: int, save_steps: int, save_total_limit: int, seed: int,
+                        eval_on_start: bool = False):
     """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
     no reporting, the seed for the model's sampler too, gloo for CPU DDP."""
     from transformers import TrainingArguments
@@ -423,7 +445,7 @@ def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: in
         eval_strategy="steps", eval_steps=eval_steps, save_strategy="steps", save_steps=save_steps,
         save_total_limit=save_total_limit, activation_checkpointing=gradient_checkpointing,
         activation_checkpointing_kwargs={"use_reentrant": False}, report_to=[], seed=seed,
-        data_seed=seed, dataloader_num_workers=0, logging_nan_inf_filter=False,
+        data_seed=seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=eval_on_start,
         remove_unused_columns=False, disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
         ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None, prediction_loss_only=True,
         **precision_flags(precision))
