@@ -10,8 +10,8 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "azllm"
 MODULES = sorted(PKG.rglob("*.py"))
 # the run layer and the entry points read a Config; the library modules take plain named arguments
-READS_CONFIG = {"run.py", "config.py", "report.py", "__main__.py", "bench/gpu.py", "bench/encoder.py",
-                "bench/methods.py"}
+READS_CONFIG = {"run.py", "adapt.py", "config/__init__.py", "report.py", "__main__.py", "bench/gpu.py",
+                "bench/encoder.py", "bench/methods.py"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
@@ -26,8 +26,7 @@ def test_functions_are_short_or_say_why(path):
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_modules_are_short(path):
     n = len(path.read_text().splitlines())
-    limit = 620 if path.name == "config.py" else 520  # config.py: ~60% of it is the documentation of each field
-    assert n <= limit, f"{path.relative_to(PKG)} has {n} lines"
+    assert n <= 520, f"{path.relative_to(PKG)} has {n} lines"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
