@@ -79,6 +79,10 @@ def _train(args) -> int:
     cfg = run.load(args.params)
     r = run.train(cfg, run.prepare_data(cfg, progress=False), method=args.method, base=args.base,
                   max_steps=args.max_steps, lr=args.lr, output_dir=args.output_dir)
+    if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
+        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+              file=sys.stderr)
+        return 0
     print(Path(r["output_dir"]) / "results.json")
     return 0
 

@@ -29,11 +29,14 @@ and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpe
   batches already seen), so the loss curve is the one of an uninterrupted run (tested). The run layer names the
   output folder by a hash of everything that shapes the run (the ``key``), so a changed run never resumes from
   another's checkpoint, and :func:`finished_result` returns a finished run as is.
-- **Non-finite loss**: a forward hook checks every training loss; a NaN/inf raises :class:`NonFiniteLossError` at
-  once (before the backward pass), naming the step and the last good checkpoint. Weights are also checked before
-  each checkpoint is written, so a checkpoint never holds NaN weights.
+- **Non-finite loss**: a forward hook folds every training loss's ``isfinite`` into an on-device flag, read at
+  each logging step and before each checkpoint (where the Trainer syncs anyway), so the check adds no host-device
+  sync per step on a GPU; a NaN/inf raises :class:`NonFiniteLossError` naming the step and the last good
+  checkpoint, and never reaches a checkpoint. Weights are also checked before each checkpoint is written.
 - **Safety**: no ``trust_remote_code``; weights are safetensors; the Trainer loads optimizer/scheduler/RNG states
   with ``torch.load(weights_only=True)``.
+- **Interruptions**: SIGTERM (a spot notice, a preemption) finishes the step, writes a complete checkpoint and
+  stops (:class:`StopOnSignalCallback`); the result says ``interrupted`` and a restart resumes from it.
 - **Progress**: one bar of optimizer steps (:class:`ProgressBarCallback`) on the terminal or the run's log; the
   Trainer's own bars, notebook table and log printing are off, so report pages stay clean.
 - **Throughput** (:class:`ThroughputCallback`): tokens/s over optimizer steps after ``untimed_steps``,
@@ -48,6 +51,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -58,7 +62,7 @@ import torch
 from .utils import atomic_write_json, peak_rss_mb, progress, reset_peak_rss, vm_hwm_mb
 
 __all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
-           "RowsFirstCallback",
+           "RowsFirstCallback", "StopOnSignalCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
            "load_trained", "generate", "precision_flags", "METHODS"]
 
@@ -195,33 +199,54 @@ class ThroughputCallback(_trainer_callback_base()):
 
 
 class SafetyCallback(_trainer_callback_base()):
-    """NaN/inf loss stop, finite weights before every checkpoint, complete-checkpoint marker, 4-bit repack check,
-    and bits per byte / perplexity added to every evaluation's metrics."""
+    """Non-finite loss stop, finite weights before every checkpoint, complete-checkpoint marker, 4-bit repack check,
+    and bits per byte / perplexity added to every evaluation's metrics.
 
-    def __init__(self, model, eval_info: dict[str, dict], output_dir: Path):
+    The loss check never syncs the host with the device on its own: a forward hook folds ``isfinite(loss)`` into an
+    on-device flag (and the index of the first bad forward into an on-device counter); the flag is read where the
+    Trainer reads the loss anyway, at every logging step, and before every checkpoint, so a NaN never reaches a
+    checkpoint and the run stops within ``logging_steps`` steps of it.
+    """
+
+    def __init__(self, model, eval_info: dict[str, dict], output_dir: Path, grad_accum: int = 1):
         self.model = model
         self.eval_info = eval_info
         self.output_dir = Path(output_dir)
-        self.step = 0
+        self.grad_accum = max(1, int(grad_accum))
+        self.start_step = 0
+        self._forwards = self._first_bad = None
         self.handle = model.register_forward_hook(self._check_loss)
 
     def _check_loss(self, module, args, output):
         loss = getattr(output, "loss", None)
-        if module.training and loss is not None and not torch.isfinite(loss.detach()).all():
-            ck = latest_checkpoint(self.output_dir)
-            raise NonFiniteLossError(
-                f"training loss is {loss.detach().float().item()} at step {self.step + 1}: the run is stopped "
-                f"(no update was made with it). Last good checkpoint: {ck or 'none yet'}. Lower train.lr, raise "
-                f"train.warmup_steps or check the data; resume from the checkpoint with train.resume: true.")
+        if not module.training or loss is None:
+            return
+        if self._forwards is None:
+            self._forwards = torch.zeros((), dtype=torch.long, device=loss.device)
+            self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)
+        self._forwards += 1
+        bad = ~torch.isfinite(loss.detach()).all()
+        self._first_bad = torch.where(bad & (self._first_bad < 0), self._forwards, self._first_bad)
+
+    def _raise_if_bad(self) -> None:
+        if self._first_bad is None or int(self._first_bad) < 0:  # the one read of the flag: a sync
+            return
+        step = self.start_step + (int(self._first_bad) - 1) // self.grad_accum + 1
+        ck = latest_checkpoint(self.output_dir)
+        raise NonFiniteLossError(
+            f"training loss is nan/inf at step {step}: the run is stopped, nothing after it was saved. Last good "
+            f"checkpoint: {ck or 'none yet'}. Lower train.lr, raise train.warmup_steps or check the data; resume "
+            "from the checkpoint with train.resume: true.")
 
     def on_train_begin(self, args, state, control, **kw):
         from .lora import check_not_repacked
 
         check_not_repacked(self.model)
-        self.step = state.global_step
+        self.start_step = state.global_step
 
     def on_step_end(self, args, state, control, **kw):
-        self.step = state.global_step
+        if control.should_log or control.should_save or control.should_training_stop:
+            self._raise_if_bad()
         if control.should_save:
             bad = [n for n, p in self.model.named_parameters() if not torch.isfinite(p.detach()).all()]
             if bad:
@@ -254,6 +279,36 @@ class SafetyCallback(_trainer_callback_base()):
 
     def on_train_end(self, args, state, control, **kw):
         self.handle.remove()
+
+
+class StopOnSignalCallback(_trainer_callback_base()):
+    """SIGTERM (a spot instance's interruption notice, a cluster's preemption): the current step finishes, a
+    complete checkpoint is written at once, and training stops; :func:`run_training` then returns an
+    ``interrupted`` result without the final evaluation, so the process exits within the notice period and a
+    restart resumes from that checkpoint."""
+
+    def __init__(self, signals: tuple = (signal.SIGTERM,)):
+        self.signals, self.received, self._old = signals, None, {}
+
+    def _handler(self, signum, frame):
+        self.received = signal.Signals(signum).name
+
+    def on_train_begin(self, args, state, control, **kw):
+        for s in self.signals:
+            try:
+                self._old[s] = signal.signal(s, self._handler)
+            except ValueError:  # not the main thread: the caller handles signals
+                pass
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.received:
+            control.should_save = True
+            control.should_training_stop = True
+
+    def on_train_end(self, args, state, control, **kw):
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        self._old = {}
 
 
 class RowsFirstCallback(_trainer_callback_base()):
@@ -386,7 +441,8 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     eval_info = {name: make_eval_set(path, tokenizer, block_size, eval_max_tokens) for name, path in eval_files.items()}
     world = int(os.environ.get("WORLD_SIZE", "1"))
     throughput = ThroughputCallback(batch_size * grad_accum * block_size * world, untimed_steps)
-    safety = SafetyCallback(model, eval_info, out)
+    safety = SafetyCallback(model, eval_info, out, grad_accum)
+    stop = StopOnSignalCallback()
     args = _training_arguments(out, world=world, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
                                lr=lr, min_lr_ratio=min_lr_ratio, warmup_steps=warmup_steps,
                                weight_decay=weight_decay, grad_clip=grad_clip, precision=precision,
@@ -397,7 +453,7 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     trainer = Trainer(model=model, args=args,
                       train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), block_size),
                       eval_dataset={k: v["dataset"] for k, v in eval_info.items()}, optimizers=(opt, None),
-                      callbacks=[safety, throughput, *callbacks,
+                      callbacks=[safety, throughput, stop, *callbacks,
                                  *([RowsFirstCallback(rows_only_steps)] if rows_only_steps else [])])
     trainer.remove_callback(PrinterCallback)  # log dicts stay out of stdout (and out of report pages)
     trainer.remove_callback(ProgressCallback)
@@ -410,6 +466,9 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     finally:
         safety.handle.remove()
     seconds = time.perf_counter() - t0
+    if stop.received:  # a complete checkpoint was written at this step; no final evaluation, no results.json
+        return {"key": key, "interrupted": stop.received, "steps": trainer.state.global_step, "seconds": seconds,
+                "output_dir": str(out), "checkpoint": str(latest_checkpoint(out)), "model": model, "trainer": trainer}
     final = _final_metrics(trainer, safety, eval_info)
     final_dir = _save_final(trainer, out, {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path,
                                            "key": key, **{k: v for k, v in (info or {}).items() if k == "method"}})

@@ -140,7 +140,10 @@ def test_grad_accumulation_and_checkpointing_match_the_plain_run(data, full_run,
         assert b[s] == pytest.approx(a[s], abs=2e-4), (s, a[s], b[s])
 
 
-def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path):
+@pytest.mark.parametrize("logging_steps", [1, 4])
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path, logging_steps):
+    """The loss flag is read at logging steps and before checkpoints only (no per-step sync): with logging every 4
+    steps the NaN of step 6 is caught at step 8, still before checkpoint-8 is written."""
     from transformers import TrainerCallback
 
     from azllm.train import NonFiniteLossError, latest_checkpoint
@@ -152,8 +155,8 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path):
                     model.model.norm.weight.fill_(float("nan"))
 
     out = tmp_path / "run"
-    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 6.*checkpoint-4"):
-        _run(data, out, resume=False, callbacks=[Poison()])
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan/inf at step 6.*checkpoint-4"):
+        _run(data, out, resume=False, callbacks=[Poison()], train={"logging_steps": logging_steps})
     ck = latest_checkpoint(out)
     assert ck.name == "checkpoint-4" and not (out / "checkpoint-8").exists()
     assert not (out / "results.json").exists()
@@ -237,3 +240,29 @@ def test_lora_with_new_rows_killed_and_resumed_follows_the_same_curve(data, exte
 
     saved = load_file(Path(r["final_dir"]) / "adapter_model.safetensors")
     assert any("trainable_tokens" in k for k in saved)
+
+
+def test_sigterm_writes_a_complete_checkpoint_and_the_restart_ends_with_the_same_weights(data, full_run, tmp_path):
+    """A spot interruption: SIGTERM during step 6 (checkpoints every 4 steps) -> step 6 finishes, checkpoint-6 is
+    written complete, the process exits 0 with no results; the restarted run resumes there and ends equal to the
+    uninterrupted run (same losses, same final weights)."""
+    from safetensors.torch import load_file
+
+    from azllm.train import latest_checkpoint
+
+    out = tmp_path / "run"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "term_at_step": 6}))
+    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"interrupted": "SIGTERM", "steps": 6,
+                                                              "checkpoint": str(out / "checkpoint-6")}
+    assert latest_checkpoint(out).name == "checkpoint-6" and not (out / "results.json").exists()
+    r = _run(data, out, resume=True)
+    assert r["resumed_from"].endswith("checkpoint-6") and r["steps"] == 12
+    a, b = _losses(full_run), _losses(r)
+    assert all(b[s] == pytest.approx(a[s], abs=1e-4) for s in range(1, 13))
+    wa = load_file(Path(full_run["final_dir"]) / "model.safetensors")
+    wb = load_file(Path(r["final_dir"]) / "model.safetensors")
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)

@@ -33,6 +33,15 @@ def main(spec_path: str) -> None:
     d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
     rank = int(os.environ.get("RANK", "0"))
     callbacks = []
+    if spec.get("term_at_step"):  # the interruption notice of a spot instance arrives during that step
+        t = int(spec["term_at_step"])
+
+        class Term(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kw):
+                if state.global_step == t - 1:
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+        callbacks.append(Term())
     if spec.get("kill_at_step"):
         k = int(spec["kill_at_step"])
 
@@ -54,6 +63,9 @@ def main(spec_path: str) -> None:
         callbacks.append(Record())
     r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
               resume=spec.get("resume", True))
+    if r.get("interrupted"):
+        print(json.dumps({"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"]}))
+        return
     if spec.get("record"):
         out = Path(spec["record"])
         out.mkdir(parents=True, exist_ok=True)
