@@ -1,12 +1,13 @@
 """azllm: build language models for Azerbaijani, and measure what each choice costs.
 
 The library, one concept per module, data flowing one way (each imports only the ones before it):
-``text`` (normalize) -> ``data`` (sources) -> ``morph`` -> ``tokenizer`` (train / export / load) -> ``metrics``
--> ``tokens`` (token files, batches) -> ``memory`` (the memory model) -> ``model`` -> ``lora`` -> ``train``.
+``text`` (normalize) -> ``data`` (sources) -> ``morph`` -> ``tokenizer`` (train / export / load) -> ``vocab``
+(extend a base tokenizer) -> ``metrics`` -> ``tokens`` (token files, batches) -> ``memory`` (the memory model) ->
+``model`` -> ``lora`` -> ``callbacks`` -> ``train`` -> ``export`` (merge into a standalone folder).
 Library functions take plain named arguments.
 
-Around it: ``config`` (the typed params), ``run`` (the run layer: params -> artifacts, the only reader of a
-config), ``bench`` (every measurement, each in a fresh process), ``tables`` and ``plots`` (what the reports show)
+Around it: ``config`` (the typed params), ``run`` and ``adapt`` (the run layer: params -> artifacts, the only
+readers of a config), ``bench`` (every measurement, each in a fresh process), ``tables`` and ``plots`` (what the reports show)
 and ``report`` (papermill -> HTML pages + metrics.json).
 """
 

@@ -48,18 +48,17 @@ and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpe
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
-import signal
 import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import torch
 
-from .utils import atomic_write_json, peak_rss_mb, progress, reset_peak_rss, vm_hwm_mb
+from .callbacks import (NonFiniteLossError, ProgressBarCallback, RowsFirstCallback, SafetyCallback,  # noqa: F401
+                        StopOnSignalCallback, ThroughputCallback, latest_checkpoint)
+from .utils import atomic_write_json
 
 __all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
            "RowsFirstCallback", "StopOnSignalCallback",
@@ -67,11 +66,6 @@ __all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallb
            "load_trained", "generate", "precision_flags", "METHODS"]
 
 METHODS = ("full", "lora", "qlora")
-COMPLETE = "azllm_complete.json"
-
-
-class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or infinite."""
 
 
 # ----------------------------------------------------------------------------------------------------- data
@@ -126,239 +120,6 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
             "bytes": int(nbytes)}
 
 
-# ------------------------------------------------------------------------------------------------ callbacks
-
-def _trainer_callback_base():
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class ThroughputCallback(_trainer_callback_base()):
-    """Tokens/s (after ``untimed_steps``, without eval/save intervals), step time and peak memory of a run.
-
-    Peak memory: on CUDA ``max_memory_allocated`` / ``max_memory_reserved`` since the start of training; on CPU
-    ``peak_rss_mb`` is the process's RSS high-water mark since the start of training (Linux ``VmHWM``, reset at
-    train begin through ``/proc/self/clear_refs``; elsewhere the maximum of the RSS sampled after every step), and
-    ``process_peak_rss_mb`` the lifetime ``ru_maxrss`` (which a child process inherits from its parent).
-
-    ``tokens_per_step`` = per-device batch x grad accumulation x block size x world size. Results in
-    :meth:`summary`; per-step times in ``step_times``.
-    """
-
-    def __init__(self, tokens_per_step: int, untimed_steps: int):
-        self.tokens_per_step = int(tokens_per_step)
-        self.untimed_steps = int(untimed_steps)
-        self.step_times: list[float] = []
-        self._last = None
-        self._dirty = False
-        self.peak_rss = 0.0
-        self.cuda = torch.cuda.is_available()
-
-    def _now(self) -> float:
-        if self.cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter()
-
-    def on_train_begin(self, args, state, control, **kw):
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats()
-        self._hwm_reset = reset_peak_rss()
-        self._last = self._now()
-        self._start_step = state.global_step
-
-    def on_step_end(self, args, state, control, **kw):
-        now = self._now()
-        if not self._dirty and state.global_step - self._start_step > self.untimed_steps:
-            self.step_times.append(now - self._last)
-        self._dirty = False
-        self._last = now
-        self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
-
-    def on_evaluate(self, args, state, control, **kw):
-        self._dirty = True
-        self._last = self._now()
-
-    def on_save(self, args, state, control, **kw):
-        self._dirty = True
-        self._last = self._now()
-
-    def summary(self) -> dict:
-        t = self.step_times
-        out = {"timed_steps": len(t), "tokens_per_step": self.tokens_per_step,
-               "step_time_s": float(np.median(t)) if t else None,
-               "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
-               "peak_rss_mb": round(self.peak_rss, 1), "process_peak_rss_mb": round(peak_rss_mb(), 1)}
-        hwm = vm_hwm_mb()
-        if hwm is not None and getattr(self, "_hwm_reset", False):
-            out["peak_rss_mb"] = round(max(hwm, self.peak_rss), 1)
-        if self.cuda:
-            out["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-            out["cuda_max_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
-        return out
-
-
-class SafetyCallback(_trainer_callback_base()):
-    """Non-finite loss stop, finite weights before every checkpoint, complete-checkpoint marker, 4-bit repack check,
-    and bits per byte / perplexity added to every evaluation's metrics.
-
-    The loss check never syncs the host with the device on its own: a forward hook folds ``isfinite(loss)`` into an
-    on-device flag (and the index of the first bad forward into an on-device counter); the flag is read where the
-    Trainer reads the loss anyway, at every logging step, and before every checkpoint, so a NaN never reaches a
-    checkpoint and the run stops within ``logging_steps`` steps of it.
-    """
-
-    def __init__(self, model, eval_info: dict[str, dict], output_dir: Path, grad_accum: int = 1):
-        self.model = model
-        self.eval_info = eval_info
-        self.output_dir = Path(output_dir)
-        self.grad_accum = max(1, int(grad_accum))
-        self.start_step = 0
-        self._forwards = self._first_bad = None
-        self.handle = model.register_forward_hook(self._check_loss)
-
-    def _check_loss(self, module, args, output):
-        loss = getattr(output, "loss", None)
-        if not module.training or loss is None:
-            return
-        if self._forwards is None:
-            self._forwards = torch.zeros((), dtype=torch.long, device=loss.device)
-            self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)
-        self._forwards += 1
-        bad = ~torch.isfinite(loss.detach()).all()
-        self._first_bad = torch.where(bad & (self._first_bad < 0), self._forwards, self._first_bad)
-
-    def _raise_if_bad(self) -> None:
-        if self._first_bad is None or int(self._first_bad) < 0:  # the one read of the flag: a sync
-            return
-        step = self.start_step + (int(self._first_bad) - 1) // self.grad_accum + 1
-        ck = latest_checkpoint(self.output_dir)
-        raise NonFiniteLossError(
-            f"training loss is nan/inf at step {step}: the run is stopped, nothing after it was saved. Last good "
-            f"checkpoint: {ck or 'none yet'}. Lower train.lr, raise train.warmup_steps or check the data; resume "
-            "from the checkpoint with train.resume: true.")
-
-    def on_train_begin(self, args, state, control, **kw):
-        from .lora import check_not_repacked
-
-        check_not_repacked(self.model)
-        self.start_step = state.global_step
-
-    def on_step_end(self, args, state, control, **kw):
-        if control.should_log or control.should_save or control.should_training_stop:
-            self._raise_if_bad()
-        if control.should_save:
-            bad = [n for n, p in self.model.named_parameters() if not torch.isfinite(p.detach()).all()]
-            if bad:
-                control.should_save = False
-                raise NonFiniteLossError(f"weights became non-finite at step {state.global_step} ({bad[:3]}...); "
-                                         f"not saved. Last good checkpoint: {latest_checkpoint(self.output_dir)}")
-
-    def on_evaluate(self, args, state, control, metrics=None, **kw):
-        from .lora import check_not_repacked
-
-        check_not_repacked(self.model)
-        if metrics is None:
-            return
-        extra = {}
-        for name, info in self.eval_info.items():
-            loss = metrics.get(f"eval_{name}_loss")
-            if loss is None:
-                continue
-            extra[f"eval_{name}_ppl"] = math.exp(min(loss, 50.0))
-            extra[f"eval_{name}_bpb"] = loss * info["predicted_tokens"] / math.log(2) / info["bytes"]
-        metrics.update(extra)
-        if state.log_history and any(k.startswith("eval_") for k in state.log_history[-1]):
-            state.log_history[-1].update(extra)
-
-    def on_save(self, args, state, control, **kw):
-        if args.should_save:
-            ck = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if ck.is_dir():
-                atomic_write_json(ck / COMPLETE, {"step": state.global_step, "time": time.time()})
-
-    def on_train_end(self, args, state, control, **kw):
-        self.handle.remove()
-
-
-class StopOnSignalCallback(_trainer_callback_base()):
-    """SIGTERM (a spot instance's interruption notice, a cluster's preemption): the current step finishes, a
-    complete checkpoint is written at once, and training stops; :func:`run_training` then returns an
-    ``interrupted`` result without the final evaluation, so the process exits within the notice period and a
-    restart resumes from that checkpoint."""
-
-    def __init__(self, signals: tuple = (signal.SIGTERM,)):
-        self.signals, self.received, self._old = signals, None, {}
-
-    def _handler(self, signum, frame):
-        self.received = signal.Signals(signum).name
-
-    def on_train_begin(self, args, state, control, **kw):
-        for s in self.signals:
-            try:
-                self._old[s] = signal.signal(s, self._handler)
-            except ValueError:  # not the main thread: the caller handles signals
-                pass
-
-    def on_step_end(self, args, state, control, **kw):
-        if self.received:
-            control.should_save = True
-            control.should_training_stop = True
-
-    def on_train_end(self, args, state, control, **kw):
-        for s, old in self._old.items():
-            signal.signal(s, old)
-        self._old = {}
-
-
-class RowsFirstCallback(_trainer_callback_base()):
-    """Two-stage adapter schedule: for the first ``n_steps`` optimizer steps only the trainable token rows (peft's
-    ``trainable_tokens`` / ``modules_to_save``) are updated: LoRA's gradients are dropped before the optimizer
-    step, so AdamW leaves those matrices (and their states) untouched; after that everything trains."""
-
-    def __init__(self, n_steps: int):
-        self.n_steps = int(n_steps)
-
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kw):
-        if state.global_step < self.n_steps and model is not None:
-            for name, p in model.named_parameters():
-                if "lora_" in name:
-                    p.grad = None
-
-
-class ProgressBarCallback(_trainer_callback_base()):
-    """A progress bar of the optimizer steps on :func:`azllm.utils.progress` (the terminal or the run's log),
-    with the last logged loss; the Trainer's own bars and log printing are switched off."""
-
-    def __init__(self):
-        self.bar = None
-
-    def on_train_begin(self, args, state, control, **kw):
-        if state.is_world_process_zero:
-            self.bar = progress(total=state.max_steps, initial=state.global_step, desc="training", unit="step")
-
-    def on_step_end(self, args, state, control, **kw):
-        if self.bar is not None:
-            self.bar.update(state.global_step - self.bar.n)
-
-    def on_log(self, args, state, control, logs=None, **kw):
-        if self.bar is not None and logs and "loss" in logs:
-            self.bar.set_postfix(loss=f"{logs['loss']:.3f}")
-
-    def on_train_end(self, args, state, control, **kw):
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
-def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint (``checkpoint-N`` holding ``azllm_complete.json``) of a run, or None."""
-    d = Path(output_dir)
-    cks = [p for p in d.glob("checkpoint-*") if p.is_dir() and (p / COMPLETE).is_file()
-           and p.name.split("-")[-1].isdigit()]
-    return max(cks, key=lambda p: int(p.name.split("-")[-1])) if cks else None
-
-
 # ---------------------------------------------------------------------------------------------------- model
 
 def precision_flags(precision: str) -> dict:
@@ -410,7 +171,8 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
                  warmup_steps: int, weight_decay: float, betas, grad_clip: float, optimizer: str, precision: str,
                  gradient_checkpointing: bool, eval_steps: int, eval_max_tokens: int | None, eval_batch_size: int,
                  logging_steps: int, save_steps: int, save_total_limit: int, resume: bool, untimed_steps: int,
-                 seed: int, eval_on_start: bool = False, rows_only_steps: int = 0, info: dict | None = None,
+                 seed: int, eval_on_start: bool = False, rows_only_steps: int = 0, report_to: tuple = (),
+                 info: dict | None = None,
                  callbacks: list | tuple = (), progress: bool = True) -> dict:
     """Train ``model`` with the HF Trainer on a token file and return a plain dict of results.
 
@@ -418,6 +180,7 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     and dev sets); ``key``: what identifies the run (written to ``results.json``, see :func:`finished_result`);
     ``info``: what the caller knows about the model (Liger report, parameters, source), copied to the results.
     ``eval_on_start``: evaluate before the first step too (the curves then start at step 0, the model as given).
+    ``report_to``: the Trainer's experiment trackers (``tensorboard`` writes to ``output_dir/runs/``).
     ``rows_only_steps``: a two-stage schedule for adapters: the first steps update only the trainable token rows
     (:class:`RowsFirstCallback`), then LoRA's matrices join.
     The Trainer's own arguments are named as in :class:`azllm.config.TrainConfig`.
@@ -448,7 +211,8 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
                                weight_decay=weight_decay, grad_clip=grad_clip, precision=precision,
                                gradient_checkpointing=gradient_checkpointing, eval_steps=eval_steps,
                                eval_batch_size=eval_batch_size, logging_steps=logging_steps, save_steps=save_steps,
-                               save_total_limit=save_total_limit, seed=seed, eval_on_start=eval_on_start)
+                               save_total_limit=save_total_limit, seed=seed, eval_on_start=eval_on_start,
+                               report_to=report_to)
     opt = make_optimizer(model, optimizer, lr=lr, weight_decay=weight_decay, betas=tuple(betas))
     trainer = Trainer(model=model, args=args,
                       train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), block_size),
@@ -490,7 +254,7 @@ def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: in
                         min_lr_ratio: float, warmup_steps: int, weight_decay: float, grad_clip: float,
                         precision: str, gradient_checkpointing: bool, eval_steps: int, eval_batch_size: int,
                         logging_steps: int, save_steps: int, save_total_limit: int, seed: int,
-                        eval_on_start: bool = False):
+                        eval_on_start: bool = False, report_to: tuple = ()):
     """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
     no reporting, the seed for the model's sampler too, gloo for CPU DDP."""
     from transformers import TrainingArguments
@@ -503,7 +267,7 @@ def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: in
         weight_decay=weight_decay, max_grad_norm=grad_clip, logging_steps=logging_steps,
         eval_strategy="steps", eval_steps=eval_steps, save_strategy="steps", save_steps=save_steps,
         save_total_limit=save_total_limit, activation_checkpointing=gradient_checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=[], seed=seed,
+        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=list(report_to), seed=seed,
         data_seed=seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=eval_on_start,
         remove_unused_columns=False, disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
         ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None, prediction_loss_only=True,

@@ -66,6 +66,7 @@ def test_full_run_results_and_checkpoints(full_run):
                 "azllm_complete.json"} <= files
         assert "pytorch_model.bin" not in files  # (training_args.bin is the Trainer's own, never loaded)
     assert (Path(r["final_dir"]) / "model.safetensors").is_file()
+    assert list(out.glob("runs/*/events.out.tfevents.*"))  # TensorBoard logs in the run folder by default
     assert json.loads((out / "results.json").read_text())["final"] == json.loads(json.dumps(r["final"]))
 
 

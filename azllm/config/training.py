@@ -151,6 +151,9 @@ class TrainConfig(_Section):
     """Steps left out of tokens/s."""
     eval_on_start: bool = False
     """Evaluate before the first step too (the curves start at step 0)."""
+    report_to: list[str] = Field(default_factory=lambda: ["tensorboard"])
+    """Experiment trackers of the Trainer: tensorboard (logs in the run folder, runs/), wandb, mlflow (install the
+    extra; keys and URIs come from the environment, never from params); [] for none."""
     rows_only_steps: int = 0
     """Two-stage adapter schedule: new token rows alone for this many steps, then LoRA's matrices join (LoRA and
     QLoRA with a changed vocabulary)."""
