@@ -37,7 +37,7 @@ from typing import Callable, Iterable
 
 from .utils import json_hash
 
-__all__ = ["Tok", "TokenizerError", "VocabTooLargeError", "train_tokenizer", "load_tokenizer",
+__all__ = ["Tok", "TokenizerError", "VocabTooLargeError", "VocabTooSmallError", "train_tokenizer", "load_tokenizer",
            "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
 
 TIKTOKEN_NAMES = {"gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"}
@@ -59,6 +59,16 @@ class VocabTooLargeError(TokenizerError):
         hint = (f"the largest size that works for this corpus is {max_vocab_size}" if max_vocab_size
                 else "use a smaller vocab_size or a larger corpus")
         super().__init__(f"vocab_size={requested} is too large for this corpus: {hint}. {detail}".strip())
+
+
+class VocabTooSmallError(TokenizerError):
+    """The requested vocabulary cannot even hold the corpus's characters, the byte pieces and the specials."""
+
+    def __init__(self, requested: int, minimum: int):
+        self.requested, self.minimum = requested, minimum
+        super().__init__(f"vocab_size={requested} is too small for this corpus: its characters (at "
+                         f"character_coverage), the byte-fallback pieces and the 4 specials need at least {minimum} "
+                         "ids. Use a vocab_size of at least that, or a lower character_coverage.")
 
 
 @dataclass
@@ -272,6 +282,7 @@ def _from_hub(hub_id: str, name: str) -> Tok:
 # ---------------------------------------------------------------------------------------------------- training
 
 _TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)")
+_TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
 
 
 def _write_corpus(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
@@ -387,6 +398,9 @@ def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
         m = _TOO_HIGH.search(str(e))
         if m:
             raise VocabTooLargeError(opts["vocab_size"], int(m.group(2))) from None
+        m = _TOO_SMALL.search(str(e))
+        if m:
+            raise VocabTooSmallError(opts["vocab_size"], int(m.group(2))) from None
         raise TokenizerError(f"SentencePiece training failed: {e}") from None
     _check_vocab_filled(tmp / "sp.model", opts["vocab_size"])
     _strip_paths(tmp / "sp.model")

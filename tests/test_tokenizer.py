@@ -160,3 +160,12 @@ def test_sweep_reports_variants_the_corpus_cannot_fill(docs, tmp_path):
     trained, skipped = train_sweep(docs[:200], tmp_path, opts, progress=False)
     assert list(trained) == ["bpe-500"] and list(skipped) == ["bpe-40k"]
     assert "largest size that works" in skipped["bpe-40k"]
+
+
+def test_vocab_smaller_than_the_characters_is_our_clear_error(docs, tmp_path):
+    from azllm.tokenizer import VocabTooSmallError
+
+    with pytest.raises(VocabTooSmallError, match=r"vocab_size=300 is too small.*at least (\d+) ids") as e:
+        train_tokenizer(docs, tmp_path / "x", vocab_size=300, model_type="bpe")
+    assert e.value.minimum > 300
+    assert train_tokenizer(docs, tmp_path / "y", vocab_size=e.value.minimum, model_type="bpe").is_dir()
