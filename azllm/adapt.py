@@ -150,21 +150,42 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
 def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str],
                     docs: list[str]) -> list[dict]:
     """Tokens per word of each ``adapt.extend_bases`` baseline extended by each ``adapt.extend_sizes`` on
-    ``docs``, with the share of English tokens that change."""
-    from .metrics import tokenizer_metrics
+    ``docs``, with the share of English tokens that change, next to our own tokenizer at the selected size."""
     from .tokenizer import load_tokenizer
     from .vocab import changed_token_share, extend_tokenizer
 
     rows, bases = [], run.baselines(cfg.model_copy(update={"baselines": {
         n: cfg.baselines[n] for n in cfg.adapt.extend_bases}}))
+    ours = _our_selected_tokenizer(cfg)
+    if ours is not None:  # next to the extensions: our own tokenizer at the study's selected size
+        rows.append({"tokenizer": ours.name, "base": "ours", "n_new": 0, "vocab_size": ours.vocab_size,
+                     **_fertility_cols(ours, eval_sets)})
     for name, base in bases.items():
         for n_new in [0, *cfg.adapt.extend_sizes]:
             tok = base if n_new == 0 else load_tokenizer(extend_tokenizer(
                 base.path, docs, n_new, _work(cfg) / f"{name}+{n_new}"), name=f"{name}+{n_new}")
-            row = {"tokenizer": tok.name, "base": name, "n_new": n_new, "vocab_size": tok.vocab_size,
-                   "english_tokens_changed": changed_token_share(base, tok, english)}
-            for ev, lines in eval_sets.items():
-                m = tokenizer_metrics(tok, lines, morph=False)
-                row.update({f"fertility_{ev}": m["fertility"], f"roundtrip_{ev}": m["roundtrip"]})
-            rows.append(row)
+            rows.append({"tokenizer": tok.name, "base": name, "n_new": n_new, "vocab_size": tok.vocab_size,
+                         "english_tokens_changed": changed_token_share(base, tok, english),
+                         **_fertility_cols(tok, eval_sets)})
     return rows
+
+
+def _fertility_cols(tok, eval_sets: dict[str, list[str]]) -> dict:
+    from .metrics import tokenizer_metrics
+
+    out = {}
+    for ev, lines in eval_sets.items():
+        m = tokenizer_metrics(tok, lines, morph=False)
+        out.update({f"fertility_{ev}": m["fertility"], f"roundtrip_{ev}": m["roundtrip"]})
+    return out
+
+
+def _our_selected_tokenizer(cfg: Config):
+    """Our tokenizer of the study's selected size (``tokenizer.sweep.select_vocab_size``), when notebook 01
+    trained it in this run's artifacts; else None."""
+    from .tokenizer import load_tokenizer, variant_name
+
+    vs = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
+    name = variant_name({"model_type": cfg.tokenizer.model_type, "vocab_size": vs})
+    folder = run.artifacts_dir(cfg) / "tokenizers" / name
+    return load_tokenizer(folder, name=f"ours {name}") if (folder / "tokenizer.json").is_file() else None

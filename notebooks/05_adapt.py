@@ -72,7 +72,8 @@ pd.DataFrame(tok_rows).set_index("way").style.format(precision=4)
 # ## Extending real base tokenizers
 #
 # `adapt.extend_bases` (baseline tokenizers) extended by each of `adapt.extend_sizes` Azerbaijani tokens learned on
-# the training corpus: tokens per word next to the base (n_new = 0), lossless round trips, English tokens changed.
+# the training corpus: tokens per word next to the base (n_new = 0) and to our own tokenizer at the selected size
+# (when notebook 01 trained it in this run), lossless round trips, English tokens changed.
 
 # %%
 ext_rows = adapt.extension_table(cfg, evals, english, docs) if A.extend_bases else []

@@ -1,0 +1,14 @@
+"""Every measurement of azllm, each run in a fresh process through one helper with one result format.
+
+- :mod:`azllm.bench.process`: :func:`~azllm.bench.process.run_fresh`, the fresh-process helper, and its result
+  format (``status`` ok / error / killed / timeout / crashed);
+- :mod:`azllm.bench.encoder`: the token-file encoder against naive writers and the tokenizer's own limit
+  (``python -m azllm.bench.encoder``; notebook 02);
+- :mod:`azllm.bench.training`: memory and throughput of training variants (checkpointing, Liger, LoRA, QLoRA,
+  8-bit optimizers, bf16), explained by :mod:`azllm.memory` (notebook 04);
+- :mod:`azllm.bench.methods`: full fine-tuning vs LoRA vs QLoRA on one model (``python -m azllm.bench.methods``;
+  notebook 03);
+- :mod:`azllm.bench.gpu`: the GPU benchmark (``make bench-gpu``).
+
+Medians and ratios are measured side by side in one run, never in timed unit tests.
+"""
