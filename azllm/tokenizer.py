@@ -499,32 +499,3 @@ def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict
         except VocabTooLargeError as e:
             skipped[name] = str(e)
     return out, skipped
-
-
-def hf_id_mismatches(folder: str | os.PathLike, lines: list[str], *, allow_ties: bool = False) -> int:
-    """Lines where ``AutoTokenizer.from_pretrained(folder)`` (offline) gives other ids than the SentencePiece model
-    ``folder/sp.model``. 0 means the exported Hugging Face tokenizer is exact on these lines.
-
-    Known difference, unigram only: when two segmentations are permutations of the same pieces (``"000"`` as
-    ``00|0`` or ``0|00``) their scores tie exactly, and SentencePiece (longer piece first) and HF ``tokenizers``
-    (shorter piece first) break the tie differently. Both decode to the same text. With ``allow_ties=True`` such
-    lines are not counted; any other difference still is. BPE exports have no ties.
-    """
-    import sentencepiece as spm
-    from transformers import AutoTokenizer
-
-    hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    sp = spm.SentencePieceProcessor(model_file=str(Path(folder) / "sp.model"))
-    bad = 0
-    for ln in lines:
-        a, b = hf.encode(ln, add_special_tokens=False), sp.encode(ln)
-        if a != b and not (allow_ties and is_tie(a, b, sp)):
-            bad += 1
-    return bad
-
-
-def is_tie(a: list[int], b: list[int], sp) -> bool:
-    """Two encodings of one text that differ only by the order of pieces inside equal-score spans."""
-    if sorted(a) != sorted(b) or sp.decode(a) != sp.decode(b):
-        return False
-    return abs(sum(sp.get_score(i) for i in a) - sum(sp.get_score(i) for i in b)) < 1e-6

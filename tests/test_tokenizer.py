@@ -6,7 +6,8 @@ import pytest
 
 from azllm.data import iter_documents, resolve_source
 from azllm.text import normalize
-from azllm.tokenizer import TokenizerError, VocabTooLargeError, hf_id_mismatches, load_tokenizer, train_tokenizer
+from azllm.metrics import hf_id_mismatches
+from azllm.tokenizer import TokenizerError, VocabTooLargeError, load_tokenizer, train_tokenizer
 from azllm.metrics import tokenizer_metrics
 
 
