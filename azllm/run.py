@@ -29,7 +29,8 @@ from .utils import json_hash, route_library_output
 
 __all__ = ["load", "setup", "data_root", "artifacts_dir", "resolve", "training_source", "eval_sets",
            "tokenizer_options", "sweep_options", "train_tokenizers", "main_tokenizer", "baselines", "tokens_dir",
-           "token_files", "dev_token_files", "prepare_data", "run_key", "build_model", "train", "train_method",
+           "token_files", "dev_token_files", "prepare_data", "run_key", "fit_base", "build_model",
+           "distributed_guard", "train", "train_method",
            "encoder_benchmark", "benchmark_job", "benchmark_variant", "training_benchmark", "fit_models", "DATA_ROOT_ENV", "ARTIFACTS_ENV"]
 
 DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
@@ -289,6 +290,19 @@ def build_model(cfg: Config, tokenizer, method: str, base: str | os.PathLike | N
                    "source": source, "new_rows": rows}
 
 
+def distributed_guard(cfg: Config, env: dict | None = None) -> None:
+    """Refuse known-bad combinations of the launch (read from accelerate's environment) and the params, before
+    anything is built: Liger's fused linear cross-entropy under DeepSpeed ZeRO-3 reads an lm_head weight that
+    ZeRO-3 has sharded away (linkedin/Liger-Kernel issues, huggingface/trl#3368)."""
+    env = os.environ if env is None else env
+    zero3 = env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" and env.get(
+        "ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    if zero3 and cfg.model.liger.fused_linear_cross_entropy:
+        raise ValueError("model.liger.fused_linear_cross_entropy under DeepSpeed ZeRO-3: the kernel reads the "
+                         "sharded lm_head weight directly and would compute a wrong loss. Use ZeRO-2 or FSDP "
+                         "(accelerate/deepspeed_zero2.yaml, accelerate/fsdp.yaml), or switch the kernel off.")
+
+
 def train(cfg: Config, data: dict, *, method: str | None = None, base: str | os.PathLike | None = None,
           max_steps: int | None = None, lr: float | None = None, output_dir: str | os.PathLike | None = None,
           resume: bool | None = None, callbacks=(), progress: bool = True) -> dict:
@@ -298,6 +312,7 @@ def train(cfg: Config, data: dict, *, method: str | None = None, base: str | os.
     from . import train as azt
     from .utils import seed_everything
 
+    distributed_guard(cfg)
     T = cfg.train
     method = method or T.method
     max_steps = int(max_steps or T.max_steps)
