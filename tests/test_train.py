@@ -267,3 +267,28 @@ def test_sigterm_writes_a_complete_checkpoint_and_the_restart_ends_with_the_same
     wa = load_file(Path(full_run["final_dir"]) / "model.safetensors")
     wb = load_file(Path(r["final_dir"]) / "model.safetensors")
     assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)
+
+
+def test_two_stage_schedule_trains_the_new_rows_alone_first(extended_lora, tmp_path):
+    """train.rows_only_steps: the new token rows train from step 1; LoRA's matrices stay at their init (B = 0)
+    until the stage ends, then train too."""
+    from transformers import TrainerCallback
+
+    from azllm.run import train
+
+    seen = []
+
+    class Watch(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kw):
+            named = dict(model.named_parameters())
+            lora_b = sum(float(p.abs().sum()) for n, p in named.items() if "lora_B" in n)
+            rows = sum(float(p.abs().sum()) for n, p in named.items() if "trainable_tokens_delta" in n)
+            seen.append((state.global_step, lora_b, rows))
+
+    e = extended_lora
+    P = tiny_params(tmp_path, e["over"], method="lora", rows_only_steps=3,
+                    max_steps=5, save_steps=5, eval_steps=5)
+    train(P, e["data"], output_dir=tmp_path / "run", progress=False, resume=False, callbacks=[Watch()])
+    assert [s for s, _, _ in seen] == [1, 2, 3, 4, 5]
+    assert all(b == 0 and r > 0 for s, b, r in seen if s <= 3)
+    assert all(b > 0 for s, b, _ in seen if s > 3)
