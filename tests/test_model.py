@@ -212,3 +212,7 @@ def test_extension_keeps_base_rows_and_means_the_new_ones(swap_setup, tied, tmp_
     assert torch.isfinite(m(input_ids=x, labels=x).loss)
     with pytest.raises(ValueError, match="does not extend"):
         extend_embeddings(LlamaForCausalLM.from_pretrained(s["bases"][tied]), ext, s["base_tok"])
+    r = LlamaForCausalLM.from_pretrained(s["bases"][tied])  # the random-init control: base rows kept all the same
+    assert extend_embeddings(r, s["base_tok"], ext, init="random")["random"] == 100
+    assert torch.equal(r.get_input_embeddings().weight[:n], w_in[:n])
+    assert not torch.allclose(r.get_input_embeddings().weight[n:], w_in[n:])
