@@ -68,6 +68,16 @@ def test_oom_is_a_result_not_a_crash(setup):
     assert r["reason"].startswith("OOM at batch 64 (seq 32)")
 
 
+def test_child_killed_by_sigkill_is_reported_as_oom(setup, monkeypatch):
+    """A variant process that dies by SIGKILL (what the kernel's OOM killer does) is an OOM result: a real child
+    process is killed here (fresh_targets.kill_self stands in for the variant)."""
+    monkeypatch.setattr(bt, "run_fresh", lambda target, job, **kw: run_fresh("fresh_targets:kill_self", job,
+                                                                              timeout_s=60, env=TARGETS))
+    r = bt.run_variant(setup(), timeout_s=60)
+    assert r["status"] == "oom" and r["reason"].startswith("OOM at batch 2 (seq 32): child killed")
+    assert r["returncode"] == -9
+
+
 def test_child_error_is_reported_with_reason(setup):
     r = bt.run_variant(setup(preset="no-such-preset"), timeout_s=120)
     assert r["status"] == "error" and "no-such-preset" in r["reason"]
