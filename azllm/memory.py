@@ -45,7 +45,7 @@ from typing import Any
 from .utils import LIGER_KERNELS, OPTIMIZERS
 
 __all__ = ["Variant", "parse_variant", "shape_of", "parameter_count", "layer_activation_bytes", "predict_memory",
-           "max_batch", "fit_plan", "cost_per_billion_tokens", "DTYPE_BYTES", "GB", "GiB", "act_bytes"]
+           "max_batch", "fit_plan", "cost_per_billion_tokens", "job_cost", "DTYPE_BYTES", "GB", "GiB", "act_bytes"]
 
 GB = 10**9
 GiB = 2**30
@@ -363,3 +363,25 @@ def cost_per_billion_tokens(tokens_per_s: float, price_per_hour: float) -> float
     if not tokens_per_s or tokens_per_s <= 0:
         return float("nan")
     return price_per_hour * 1e9 / tokens_per_s / 3600
+
+
+def job_cost(*, tokens: float, tokens_per_s: float, instances: int, price_per_hour: float,
+             spot_price_per_hour: float, checkpoint_bytes: float, keep_checkpoints: int,
+             storage_price_gb_month: float) -> dict:
+    """What a whole training job costs: ``tokens`` at ``tokens_per_s`` (of the whole job) on ``instances`` billed
+    ``price_per_hour`` each (on-demand) or ``spot_price_per_hour`` (spot), plus storing ``keep_checkpoints``
+    checkpoints of ``checkpoint_bytes`` for the job's duration (a month = 730 h). GB = 10**9 bytes.
+
+    >>> c = job_cost(tokens=3.6e9, tokens_per_s=1e5, instances=2, price_per_hour=10.0, spot_price_per_hour=3.0,
+    ...              checkpoint_bytes=20e9, keep_checkpoints=1, storage_price_gb_month=0.023)
+    >>> c["hours"], c["on_demand"], c["spot"], round(c["storage"], 4)
+    (10.0, 200.0, 60.0, 0.0063)
+    """
+    if not tokens_per_s or tokens_per_s <= 0:
+        raise ValueError(f"tokens_per_s must be positive, got {tokens_per_s}")
+    hours = tokens / tokens_per_s / 3600
+    storage = checkpoint_bytes * keep_checkpoints / GB * storage_price_gb_month * hours / 730
+    return {"hours": hours, "instance_hours": hours * instances, "on_demand": hours * instances * price_per_hour,
+            "spot": hours * instances * spot_price_per_hour, "storage": storage,
+            "checkpoint_gb": checkpoint_bytes / GB, "total_on_demand": hours * instances * price_per_hour + storage,
+            "total_spot": hours * instances * spot_price_per_hour + storage}

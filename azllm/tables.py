@@ -6,7 +6,8 @@ anew. Figures of the same results are in :mod:`azllm.plots`.
 - adaptation: :func:`adapt_rows`;
 - token files: :func:`split_summary`, :func:`split_rows`;
 - the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
-- the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`, :func:`fit_table`.
+- the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`,
+  :func:`job_cost_table`, :func:`fit_table`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from . import memory as mem
 from .bench.encoder import VARIANT_LABELS
 
 __all__ = ["adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
-           "prediction_table", "prediction_notes", "cost_table", "fit_table", "records"]
+           "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records"]
 
 MB = 2**20
 
@@ -263,6 +264,33 @@ def cost_table(bench: dict, price_per_hour: float, label: str = ""):
                      "$ (worst)": mem.cost_per_billion_tokens(lo, price_per_hour) if lo else None,
                      "days per 1B tokens": 1e9 / m / 86400 if m else None, "price/h": price_per_hour,
                      "instance": label})
+    return pd.DataFrame(rows)
+
+
+def job_cost_table(bench: dict, *, tokens: float, instance: str, gpus_per_instance: int, instances: int,
+                   price_per_hour: float, spot_price_per_hour: float, tokens_per_s: float | None,
+                   keep_checkpoints: int, storage_price_gb_month: float):
+    """The cost of a whole job per variant (:func:`azllm.memory.job_cost`): the measured median tokens/s of one
+    device (or the planned ``tokens_per_s``) x devices, on-demand vs spot, plus checkpoint storage. A checkpoint
+    holds the trainable weights and their AdamW states (adapters only for LoRA/QLoRA; the memory model's sizes)."""
+    import pandas as pd
+
+    rows = []
+    for r in bench["results"]:
+        tps = tokens_per_s or _median(r.get("tokens_per_s"))
+        if not tps:
+            continue
+        p = r["predicted"]
+        adapters = r["spec"].get("lora") if r.get("spec") else False
+        ckpt = (4 * (r.get("trainable") or 0) if adapters else p["weights"]) + p["optimizer"]
+        c = mem.job_cost(tokens=tokens, tokens_per_s=tps * gpus_per_instance * instances, instances=instances,
+                         price_per_hour=price_per_hour, spot_price_per_hour=spot_price_per_hour,
+                         checkpoint_bytes=ckpt, keep_checkpoints=keep_checkpoints,
+                         storage_price_gb_month=storage_price_gb_month)
+        rows.append({"variant": r["variant"], "tokens/s per device": tps,
+                     "tokens/s source": "planned" if tokens_per_s else f"measured on {bench['device']}",
+                     "instance": f"{instances} x {instance}", "hours": c["hours"], "on-demand $": c["on_demand"],
+                     "spot $": c["spot"], "checkpoint GB": c["checkpoint_gb"], "storage $": c["storage"]})
     return pd.DataFrame(rows)
 
 

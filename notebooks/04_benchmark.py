@@ -143,3 +143,16 @@ cost = tables.cost_table(res, B.price_per_hour, B.price_label)
 display(cost)
 report.record_training_benchmark(out_dir, res, summary, pred, cost, fit)
 print("recorded to metrics.json: section 'benchmark'")
+
+# %% [markdown]
+# ## What a whole job costs
+#
+# `benchmark.job`: `tokens` to train on `instances` x `instance`, each device at the measured median tokens/s of a
+# variant (or the planned `job.tokens_per_s`), scaled linearly to `gpus_per_instance` devices; on-demand vs managed
+# spot prices (examples: set yours), plus storage of the kept checkpoints for the job's duration. Tokens/s measured
+# on a CPU price *this* machine's speed at the instance's rate: the GPU run (`make bench-gpu`) gives the real one.
+
+# %%
+job = tables.job_cost_table(res, **B.job.model_dump())
+report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": tables.records(job)})
+display(job)

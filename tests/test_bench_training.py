@@ -128,7 +128,8 @@ def test_gpu_entry_dry_run(tmp_path):
         assert rows[name]["status"] in ("ok", "unavailable")
         if rows[name]["status"] == "unavailable":
             assert "not available on this device" in rows[name]["note"]
-    assert "| variant |" in p.stdout
+    assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
+    assert "spot $" in p.stdout
     assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()
 
 
@@ -144,6 +145,12 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     assert m["n_variants"] == 3 and m["n_ok"] == 2
     assert {r["variant"] for r in m["variants"]} == {"baseline", "lora", "liger"}
     assert m["fit_planner"] and m["cost"] and m["predicted_vs_measured"]
+    job = {r["variant"]: r for r in m["job_cost"]}
+    assert set(job) == {"baseline", "lora"} and m["job"]["instance"] == "ml.p4d.24xlarge"
+    for r in job.values():  # 1e9 tokens at 8 x the measured tokens/s, spot cheaper than on-demand
+        assert r["hours"] == pytest.approx(1e9 / (8 * r["tokens/s per device"]) / 3600)
+        assert r["spot $"] < r["on-demand $"] and r["storage $"] >= 0
+    assert job["lora"]["checkpoint GB"] < job["baseline"]["checkpoint GB"]  # adapters only
     assert all(r["peak MB"] > 0 for r in m["variants"] if r["status"] == "ok")
     base = next(r for r in m["results"] if r["variant"] == "baseline")
     assert len(set(base["pids"])) == 2 and len(base["tokens_per_s"]) == 2  # 2 rounds x 1 window, pooled

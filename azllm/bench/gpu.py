@@ -60,6 +60,17 @@ def markdown_table(metrics: dict) -> str:
     return "\n".join(out)
 
 
+def job_cost_lines(metrics: dict) -> str:
+    """The whole-job estimate of the run (``benchmark.job``), one line per variant, for a closing note."""
+    b = metrics["metrics"]["benchmark"]
+    job = b.get("job") or {}
+    out = [f"job: {job.get('tokens', 0):.3g} tokens on {job.get('instances')} x {job.get('instance')}"]
+    for r in b.get("job_cost") or []:
+        out.append(f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on-demand $']:,.0f}  "
+                   f"spot ${r['spot $']:,.0f}  checkpoints ${r['storage $']:.2f}  ({r['tokens/s source']})")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--params", default=str(ROOT / "params" / "gpu.yaml"))
@@ -93,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     if ok:
         print(markdown_table(metrics))
+        print(job_cost_lines(metrics))
     print(f"bench_gpu: {'done' if ok else 'FAILED'} in {took / 60:.1f} min; report: {run_dir / 'index.html'}")
     return 0 if ok else 1
 

@@ -42,13 +42,13 @@ from pydantic import BaseModel, Field, ValidationError
 from ..utils import json_hash
 from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, ParallelPair, ReportConfig, SourceConfig,
                    SweepConfig, TokenizerConfig, TokensConfig, _baselines, _Section)
-from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, LigerConfig, LoraConfig,
+from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
                        ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
 
 __all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig", "DataConfig", "ParallelPair",
            "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
            "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
-           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "AdaptConfig", "Dtype"]
+           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype"]
 
 
 class ParamsError(ValueError):

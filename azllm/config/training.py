@@ -202,6 +202,29 @@ class FitConfig(_Section):
     """Kept free: CUDA context, cuBLAS workspace, fragmentation (not in the model)."""
 
 
+class JobConfig(_Section):
+    """A whole training job priced before launch (prices are examples: set yours; nothing is fetched)."""
+
+    tokens: float = 1e9
+    """Tokens the job trains on."""
+    instance: str = "ml.p4d.24xlarge"
+    """Instance type (8x A100 40GB)."""
+    gpus_per_instance: int = 8
+    """Devices per instance: the measured per-device tokens/s is scaled by this (linear scaling assumed)."""
+    instances: int = 1
+    """Instances (nodes)."""
+    price_per_hour: float = 37.69
+    """On-demand price per instance-hour (example value)."""
+    spot_price_per_hour: float = 11.31
+    """Managed-spot price per instance-hour (example value)."""
+    tokens_per_s: float | None = None
+    """Planned tokens/s of one device; None: the measured median of each variant."""
+    keep_checkpoints: int = 1
+    """Checkpoints kept in storage."""
+    storage_price_gb_month: float = 0.023
+    """Checkpoint storage price per GB-month (example value, S3 standard)."""
+
+
 class BenchmarkConfig(_Section):
     """The memory and throughput benchmark (notebook 04): every variant in its own fresh process."""
 
@@ -254,6 +277,8 @@ class BenchmarkConfig(_Section):
     """What that price is for."""
     fit: FitConfig = Field(default_factory=FitConfig)
     """The fit planner."""
+    job: JobConfig = Field(default_factory=JobConfig)
+    """The cost of a whole job on a cloud instance, per variant."""
 
 
 # ----------------------------------------------------------------------------------------------------- adapt
