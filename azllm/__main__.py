@@ -73,16 +73,26 @@ def _report(args) -> int:
 
 
 def _train(args) -> int:
-    """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank."""
-    from . import run
+    """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank. Inside a
+    SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
+    import os
+
+    from . import run, sagemaker
 
     cfg = run.load(args.params)
-    r = run.train(cfg, run.prepare_data(cfg, progress=False), method=args.method, base=args.base,
-                  max_steps=args.max_steps, lr=args.lr, output_dir=args.output_dir)
+    sm = sagemaker.job_paths()
+    if sm is not None:
+        cfg = sagemaker.apply(cfg, sm)
+    data = run.prepare_data(cfg, progress=False)
+    out = args.output_dir or (sm["checkpoints"] if sm else None)
+    r = run.train(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr,
+                  output_dir=out)
     if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
         print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
               file=sys.stderr)
         return 0
+    if sm is not None and os.environ.get("RANK", "0") == "0":
+        print(f"azllm: model in {sagemaker.publish(r, data['tokenizer'].path, sm)}", file=sys.stderr)
     print(Path(r["output_dir"]) / "results.json")
     return 0
 

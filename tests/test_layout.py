@@ -10,7 +10,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "azllm"
 MODULES = sorted(PKG.rglob("*.py"))
 # the run layer and the entry points read a Config; the library modules take plain named arguments
-READS_CONFIG = {"run.py", "adapt.py", "config/__init__.py", "report.py", "__main__.py", "bench/gpu.py",
+READS_CONFIG = {"run.py", "adapt.py", "sagemaker.py", "config/__init__.py", "report.py", "__main__.py", "bench/gpu.py",
                 "bench/encoder.py", "bench/methods.py"}
 
 
