@@ -4,6 +4,8 @@ Commands:
     run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
     train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
                                                                  one training run (also under torchrun/accelerate)
+    launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
+                                                                 prints its cost first; --dry-run makes no AWS call
     lock-env                                                     write environment.yml from requirements.lock
 """
 
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--lr", type=float)
     t.add_argument("--base")
     t.add_argument("--output-dir")
+    la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
+    la.add_argument("params")
+    la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
     sub.add_parser("lock-env", help="write environment.yml from requirements.lock")
     args = ap.parse_args(argv)
     if args.cmd == "lock-env":
@@ -59,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     from .config import ParamsError
 
     try:
+        if args.cmd == "launch":
+            return _launch(args)
         return _train(args) if args.cmd == "train" else _report(args)
     except ParamsError as e:
         print(f"azllm: bad params: {e}", file=sys.stderr)
@@ -70,6 +77,18 @@ def _report(args) -> int:
 
     _, ok = run_report(args.params, reports_dir=args.reports, notebooks=args.only, show_code=args.show_code)
     return 0 if ok else 1
+
+
+def _launch(args) -> int:
+    """``launch``: :func:`azllm.launch.launch` (the job is started, not waited for)."""
+    from .launch import launch
+
+    try:
+        launch(args.params, dry_run=args.dry_run)
+    except ImportError as e:
+        print(f"azllm: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _train(args) -> int:

@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..utils import json_hash
 from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, ParallelPair, ReportConfig, SourceConfig,
                    SweepConfig, TokenizerConfig, TokensConfig, _baselines, _Section)
+from .launch import LaunchConfig
 from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
                        ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
 
@@ -85,6 +86,8 @@ class Config(_Section):
     """The memory and throughput benchmark."""
     adapt: AdaptConfig = Field(default_factory=AdaptConfig)
     """The adaptation study."""
+    launch: LaunchConfig = Field(default_factory=LaunchConfig)
+    """The SageMaker training job of ``python -m azllm launch``."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able nested dicts (what reports record)."""
