@@ -14,11 +14,13 @@ export AZLLM_DATA_ROOT
 
 venv: $(VENV)/.azllm-installed
 
-$(VENV)/.azllm-installed: requirements.lock pyproject.toml
+$(VENV)/.azllm-installed: requirements.lock requirements-sagemaker.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# one pip command: torch==2.13.0 is pinned in the lock next to liger-kernel, peft and bitsandbytes
 	$(PY) -m pip install --quiet -r requirements.lock
+	# the azllm[sagemaker] extra, without its resolver: sagemaker-core declares protobuf<7, sentencepiece needs 7
+	$(PY) -m pip install --quiet --no-deps -r requirements-sagemaker.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name azllm --display-name "Python (azllm)" >/dev/null
 	touch $@

@@ -51,12 +51,14 @@ class Resolved:
     max_bytes: int | None = None
     max_bytes_per_file: int | None = None
     max_lines: int | None = None
+    streaming: bool = True
+    """Hub only: stream (nothing stored), or download once into the datasets cache (the corpus stage)."""
 
     def describe(self) -> str:
         if self.kind == "files":
             return f"{len(self.files)} local file(s): " + ", ".join(str(f) for f in self.files[:4]) + (
                 " ..." if len(self.files) > 4 else "")
-        return f"hub dataset {self.hub} (config={self.config}, split={self.split}, streamed)"
+        return f"hub dataset {self.hub} (config={self.config}, split={self.split}, {'streamed' if self.streaming else 'cached'})"
 
     def sha256s(self) -> dict[str, str]:
         """sha256 of each local input file (empty for hub sources, whose revision the hub records)."""
@@ -129,7 +131,11 @@ def _iter_file(path: Path, text_field: str) -> Iterator[str]:
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise DataError(f"{path}: not a readable parquet file ({type(e).__name__}: {e}). Re-download or "
+                            "re-export it, or remove it from the source's path glob.") from None
         if text_field not in pf.schema_arrow.names:
             raise DataError(f"{path}: no column {text_field!r} (columns: {pf.schema_arrow.names})")
         for batch in pf.iter_batches(columns=[text_field], batch_size=1024):
@@ -141,7 +147,7 @@ def _iter_file(path: Path, text_field: str) -> Iterator[str]:
 def _iter_hub(r: Resolved) -> Iterator[str]:
     from datasets import load_dataset
 
-    ds = load_dataset(r.hub, r.config, split=r.split, streaming=True)
+    ds = load_dataset(r.hub, r.config, split=r.split, streaming=r.streaming)
     for rec in ds:
         if r.text_field not in rec:
             raise DataError(f"hub dataset {r.hub}: no field {r.text_field!r} (fields: {sorted(rec)})")

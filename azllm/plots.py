@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
+__all__ = ["corpus_removed", "adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
            "variant_bars", "predicted_vs_measured"]
 
 
@@ -172,5 +172,23 @@ def adapt_curves(results: list[dict]):
     for a in axes:
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def corpus_removed(table):
+    """Horizontal stacked bars per source: MB kept and MB removed by each step (:func:`azllm.tables.corpus_table`
+    in bytes)."""
+    df = table.drop(index="total", errors="ignore").sort_values("input")
+    cols = [c for c in df.columns if c not in ("input", "kept %")]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(df) + 1.5))
+    left = np.zeros(len(df))
+    for col in ["kept"] + [c for c in cols if c != "kept"]:
+        ax.barh(df.index, df[col].to_numpy(), left=left, label=col.replace("_", " "))
+        left += df[col].to_numpy()
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_xlabel("MB (symmetric log scale)")
+    ax.set_title("What each corpus step removed, per source")
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig

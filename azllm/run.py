@@ -4,6 +4,7 @@ Like torchtune's recipes, each step is a small function that takes the config, c
 arguments, and returns plain results; the notebooks call these steps and show what comes back.
 
 - where things are: :func:`data_root`, :func:`artifacts_dir`, :func:`resolve`;
+- the corpus stage: :func:`corpus`, :func:`corpus_mix`, :func:`corpus_source`;
 - the tokenizer study: :func:`training_source`, :func:`eval_sets`, :func:`tokenizer_options`,
   :func:`train_tokenizers`, :func:`baselines`;
 - the run's tokenizer and token files: :func:`main_tokenizer`, :func:`token_files`, :func:`prepare_data`;
@@ -20,14 +21,16 @@ re-run reuses what is already there.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from . import data as azdata
 from .config import Config, SourceConfig, load_params
-from .utils import json_hash, route_library_output
+from .utils import atomic_write_json, json_hash, route_library_output
 
-__all__ = ["load", "setup", "data_root", "artifacts_dir", "resolve", "training_source", "eval_sets",
+__all__ = ["load", "setup", "data_root", "artifacts_dir", "resolve", "corpus", "corpus_mix", "corpus_source",
+           "training_source", "eval_sets",
            "tokenizer_options", "sweep_options", "train_tokenizers", "main_tokenizer", "baselines", "tokens_dir",
            "token_files", "dev_token_files", "prepare_data", "run_key", "fit_base", "build_model",
            "distributed_guard", "train", "train_method",
@@ -70,10 +73,54 @@ def resolve(cfg: Config, source: SourceConfig, **over) -> azdata.Resolved:
 
 # ------------------------------------------------------------------------------------------ tokenizer study
 
+def corpus(cfg: Config, *, force: bool = False) -> dict:
+    """The corpus stage on ``data.train`` (:func:`azllm.corpus.clean_corpus`, cached by inputs and settings
+    in ``artifacts/<run>/corpus/<key>``); returns its manifest."""
+    from .corpus import clean_corpus
+
+    c = cfg.corpus
+    evals, par, _ = eval_sets(cfg)
+    lines = {**evals, **{f"{k}.az": v[0] for k, v in par.items()}}
+    cores = os.cpu_count() or 1
+    return clean_corpus([resolve(cfg, cfg.data.train)], artifacts_dir(cfg) / "corpus", eval_lines=lines,
+                        languages=c.languages, quality=c.quality.model_dump(), decontamination_n=c.decontamination_n,
+                        decontamination_min_words=c.decontamination_min_words, minhash=c.minhash.model_dump(),
+                        tasks=c.tasks or cores, workers=c.workers or cores, force=force)
+
+
+def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
+    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{source: {docs, bytes}}``."""
+    from .corpus import read_jsonl, rates, write_mix
+
+    m = cfg.corpus.mix
+    folder = artifacts_dir(cfg) / "corpus" / manifest["key"]
+    sizes = {k: v.get("kept_bytes", 0) for k, v in manifest["counts"]["by_source"].items() if k != "total"}
+    r = rates(sizes, temperature=m.temperature, weights=m.weights, total_bytes=m.total_bytes,
+              max_repeat=m.max_repeat)
+    path = folder / f"mix-{json_hash({'rates': r, 'seed': cfg.seed})}.jsonl"
+    counts_file = path.with_suffix(".counts.json")
+    if not (path.is_file() and counts_file.is_file()):
+        counts = write_mix(read_jsonl(folder / "clean"), path, r, cfg.seed)
+        atomic_write_json(counts_file, {"rates": r, "counts": counts})
+    return path, json.loads(counts_file.read_text())
+
+
+def corpus_source(cfg: Config) -> azdata.Resolved:
+    """What token files (and, capped, tokenizers) read: the corpus mix, or ``data.train`` when
+    ``corpus.enabled`` is false."""
+    if not cfg.corpus.enabled:
+        return resolve(cfg, cfg.data.train)
+    path, _ = corpus_mix(cfg, corpus(cfg))
+    return azdata.resolve_source({"path": str(path)}, None)
+
+
 def training_source(cfg: Config) -> azdata.Resolved:
-    """What tokenizers train on: ``data.train`` with ``tokenizer.max_bytes_per_file`` applied."""
+    """What tokenizers train on: :func:`corpus_source`; without the corpus stage, ``data.train`` with
+    ``tokenizer.max_bytes_per_file`` applied."""
     cap = cfg.tokenizer.max_bytes_per_file
-    return resolve(cfg, cfg.data.train, **({"max_bytes_per_file": cap} if cap is not None else {}))
+    if cfg.corpus.enabled or cap is None:
+        return corpus_source(cfg)
+    return resolve(cfg, cfg.data.train, max_bytes_per_file=cap)
 
 
 def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]], dict]:
@@ -120,13 +167,19 @@ def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dic
     return train_sweep(docs, artifacts_dir(cfg) / "tokenizers", sweep_options(cfg))
 
 
-def baselines(cfg: Config) -> dict:
-    """Every baseline tokenizer of the params: its local ``path`` (under the data root) when it exists, else its
-    ``hub`` id; a ``tiktoken`` entry reads tiktoken's cache from ``path``. A missing one raises."""
+def baselines(cfg: Config, names: list[str] | None = None) -> dict:
+    """Every baseline tokenizer of the params (or those in ``names``): its local ``path`` (under the data root)
+    when it exists, else its ``hub`` id; a ``tiktoken`` entry reads tiktoken's cache from ``path``. A missing one
+    raises."""
     from .tokenizer import TokenizerError, load_tokenizer
 
+    unknown = sorted(set(names or []) - set(cfg.baselines))
+    if unknown:
+        raise TokenizerError(f"no baseline named {unknown} in the params; baselines: {sorted(cfg.baselines)}")
     root, out = data_root(cfg), {}
     for name, entry in cfg.baselines.items():
+        if names is not None and name not in names:
+            continue
         local = None
         if entry.path:
             p = Path(os.path.expanduser(entry.path))
@@ -176,11 +229,11 @@ def tokens_dir(cfg: Config) -> Path:
 
 
 def token_files(cfg: Config, tokenizer, progress: bool = True) -> dict:
-    """``data.train`` encoded into ``train.bin`` / ``val.bin`` (:func:`azllm.tokens.encode_source`)."""
+    """:func:`corpus_source` encoded into ``train.bin`` / ``val.bin`` (:func:`azllm.tokens.encode_source`)."""
     from .tokens import encode_source
 
     t = cfg.tokens
-    return encode_source(resolve(cfg, cfg.data.train), tokenizer, tokens_dir(cfg), val_fraction=t.val_fraction,
+    return encode_source(corpus_source(cfg), tokenizer, tokens_dir(cfg), val_fraction=t.val_fraction,
                          seed=t.split_seed, num_workers=t.num_workers, chunk_docs=t.chunk_docs, progress=progress)
 
 

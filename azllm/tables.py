@@ -1,6 +1,7 @@
 """Tables of the reports: plain rows (lists of dicts) or pandas DataFrames built from results, nothing computed
 anew. Figures of the same results are in :mod:`azllm.plots`.
 
+- the corpus stage: :func:`corpus_table`, :func:`mix_table`;
 - tokenizers: :func:`tokenizer_tables`, :func:`best_summary`;
 - training: :func:`data_summary`, :func:`run_summary` (one run), :func:`compare_rows` (full vs LoRA vs QLoRA);
 - adaptation: :func:`adapt_rows`;
@@ -15,7 +16,7 @@ from __future__ import annotations
 from . import memory as mem
 from .bench.encoder import VARIANT_LABELS
 
-__all__ = ["adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
+__all__ = ["corpus_table", "mix_table", "adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
            "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records"]
 
 MB = 2**20
@@ -25,6 +26,43 @@ def records(df) -> list[dict]:
     """A DataFrame as JSON-able rows (NaN -> None), for ``metrics.json``."""
     return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
             for row in df.to_dict(orient="records")]
+
+
+# ---------------------------------------------------------------------------------------------------- corpus
+
+def corpus_table(manifest: dict, unit: str = "docs"):
+    """Per source (and in total): input, what each step removed, and what was kept, in documents (``docs``) or
+    MB (``bytes``); the last column is the share kept."""
+    import pandas as pd
+
+    from .corpus.pipeline import STEPS
+
+    rows = {}
+    for src, c in manifest["counts"]["by_source"].items():
+        scale = 1 if unit == "docs" else 1e6
+        row = {"input": c.get(f"input_{unit}", 0) / scale}
+        row.update({step: c.get(f"{step}_{unit}", 0) / scale for step in STEPS})
+        row["kept"] = c.get(f"kept_{unit}", 0) / scale
+        row["kept %"] = 100 * row["kept"] / row["input"] if row["input"] else 0.0
+        rows[src] = row
+    df = pd.DataFrame(rows).T
+    df = df.loc[[i for i in df.index if i != "total"] + (["total"] if "total" in df.index else [])]
+    return df.round(0 if unit == "docs" else 3)
+
+
+def mix_table(manifest: dict, mix: dict):
+    """Per source: share of the cleaned corpus, the mix rate (copies per document) and share of the mix."""
+    import pandas as pd
+
+    by = {k: v for k, v in manifest["counts"]["by_source"].items() if k != "total"}
+    clean_total = sum(v.get("kept_bytes", 0) for v in by.values()) or 1
+    mix_total = sum(v["bytes"] for v in mix["counts"].values()) or 1
+    rows = {s: {"clean MB": by[s].get("kept_bytes", 0) / 1e6,
+                "clean %": 100 * by[s].get("kept_bytes", 0) / clean_total,
+                "rate": mix["rates"].get(s, 0.0),
+                "mix MB": mix["counts"].get(s, {}).get("bytes", 0) / 1e6,
+                "mix %": 100 * mix["counts"].get(s, {}).get("bytes", 0) / mix_total} for s in sorted(by)}
+    return pd.DataFrame(rows).T.round(3)
 
 
 # -------------------------------------------------------------------------------------------------- tokenizers

@@ -29,7 +29,8 @@ from conftest import FIXTURES, TINY_MODEL
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = REPO / "params" / "sagemaker.yaml"
 FAKE_TOKEN = "hf_FakeTokenForTheLaunchTest0123456789"
-NO_SDK = ("the azllm[sagemaker] extra is not installed; it is kept out of requirements.lock (sagemaker-core needs "
+NO_SDK = ("the azllm[sagemaker] extra is not installed (`make venv` installs requirements-sagemaker.lock with "
+          "--no-deps; it is kept out of requirements.lock because sagemaker-core needs "
           "protobuf<7, the pinned sentencepiece protobuf>=7.36.1)")
 
 

@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..utils import json_hash
 from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, ParallelPair, ReportConfig, SourceConfig,
                    SweepConfig, TokenizerConfig, TokensConfig, _baselines, _Section)
+from .corpus import CorpusConfig, MinhashSettings, MixConfig, QualityConfig
 from .launch import LaunchConfig
 from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
                        ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
@@ -49,7 +50,8 @@ from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, 
 __all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig", "DataConfig", "ParallelPair",
            "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
            "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
-           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype"]
+           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype", "CorpusConfig",
+           "QualityConfig", "MinhashSettings", "MixConfig"]
 
 
 class ParamsError(ValueError):
@@ -65,11 +67,13 @@ class Config(_Section):
     """Name of the run: reports/<run_name>/, artifacts/<run_name>/."""
     seed: int = 1234
     """Seed of tokenizers, models, data order and sampling."""
-    notebooks: list[str] = Field(default_factory=lambda: ["01_tokenizers", "02_tokens", "03_train",
+    notebooks: list[str] = Field(default_factory=lambda: ["00_corpus", "01_tokenizers", "02_tokens", "03_train",
                                                           "04_benchmark", "05_adapt"])
     """Notebooks executed, in order, from notebooks/."""
     data: DataConfig = Field(default_factory=DataConfig)
     """Data sources."""
+    corpus: CorpusConfig = Field(default_factory=CorpusConfig)
+    """The corpus stage."""
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     """The main tokenizer and the tokenizer study."""
     baselines: dict[str, BaselineConfig] = Field(default_factory=_baselines)
