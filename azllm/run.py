@@ -89,19 +89,23 @@ def corpus(cfg: Config, *, force: bool = False) -> dict:
 
 
 def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
-    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{source: {docs, bytes}}``."""
-    from .corpus import read_jsonl, rates, write_mix
+    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{rates, counts}``."""
+    from .corpus import in_input_order, rates, write_mix
+    from .corpus.mix import check_names
 
     m = cfg.corpus.mix
     folder = artifacts_dir(cfg) / "corpus" / manifest["key"]
     sizes = {k: v.get("kept_bytes", 0) for k, v in manifest["counts"]["by_source"].items() if k != "total"}
+    check_names(m.caps, sizes, "caps")
     r = rates(sizes, temperature=m.temperature, weights=m.weights, total_bytes=m.total_bytes,
               max_repeat=m.max_repeat)
-    path = folder / f"mix-{json_hash({'rates': r, 'seed': cfg.seed})}.jsonl"
+    key = json_hash({"rates": r, "caps": m.caps, "sentence_dedup": m.sentence_dedup, "seed": cfg.seed})
+    path = folder / f"mix-{key}.jsonl"
     counts_file = path.with_suffix(".counts.json")
     if not (path.is_file() and counts_file.is_file()):
-        counts = write_mix(read_jsonl(folder / "clean"), path, r, cfg.seed)
-        atomic_write_json(counts_file, {"rates": r, "counts": counts})
+        counts = write_mix(in_input_order(folder / "clean"), path, source_rates=r, caps=m.caps,
+                           sentence_dedup=m.sentence_dedup, seed=cfg.seed)
+        atomic_write_json(counts_file, {"rates": r, "caps": m.caps, "counts": counts})
     return path, json.loads(counts_file.read_text())
 
 

@@ -318,6 +318,7 @@ def train_tokenizer(
     max_piece_length: int = 16,
     affix_presplit: bool = False,
     split_by_whitespace: bool = True,
+    split_by_unicode_script: bool = True,
     input_sentence_size: int = 0,
     num_threads: int = 2,
     seed: int = 1234,
@@ -342,7 +343,8 @@ def train_tokenizer(
     opts = dict(vocab_size=int(vocab_size), model_type=model_type, character_coverage=float(character_coverage),
                 byte_fallback=bool(byte_fallback), split_digits=bool(split_digits),
                 max_piece_length=int(max_piece_length), affix_presplit=bool(affix_presplit),
-                split_by_whitespace=bool(split_by_whitespace), input_sentence_size=int(input_sentence_size),
+                split_by_whitespace=bool(split_by_whitespace), split_by_unicode_script=bool(split_by_unicode_script),
+                input_sentence_size=int(input_sentence_size),
                 seed=int(seed))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -384,6 +386,7 @@ def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
         model_type=opts["model_type"], character_coverage=opts["character_coverage"],
         byte_fallback=opts["byte_fallback"], split_digits=opts["split_digits"],
         max_sentencepiece_length=opts["max_piece_length"], split_by_whitespace=opts["split_by_whitespace"],
+        split_by_unicode_script=opts.get("split_by_unicode_script", True),
         normalization_rule_name="identity", remove_extra_whitespaces=True,
         input_sentence_size=opts["input_sentence_size"], shuffle_input_sentence=True, num_threads=num_threads,
         max_sentence_length=1 << 16, unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"],

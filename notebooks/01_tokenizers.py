@@ -17,7 +17,8 @@
 # # Tokenizers for Azerbaijani: how many tokens per word?
 #
 # Every extra token per word costs training compute, context length and money. This report trains SentencePiece
-# tokenizers on the run's Azerbaijani corpus (a sweep over vocabulary size, unigram vs BPE, with and without an
+# tokenizers on the run's Azerbaijani corpus (the mix written by 00_corpus; a sweep over vocabulary size, unigram
+# vs BPE, with and without an
 # affix-aware pre-split), measures them and the baseline tokenizers of well-known models on held-out sets, and picks
 # the best one at the run's vocabulary size.
 #
@@ -32,7 +33,7 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import data, metrics, plots, report, run, tables
+from azllm import data, metrics, plots, report, run, study, tables
 from azllm.tokenizer import load_tokenizer
 
 cfg = run.setup(params_file)
@@ -101,6 +102,17 @@ fig = plots.best_vs_baselines(rows, first_eval, [best["tokenizer"], *baselines],
                               target=1.40)
 print(f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval} = {best['fertility']:.3f}"
       f" (target <= 1.40: {'reached' if best['fertility'] <= 1.40 else 'not reached'})")
+
+# %% [markdown]
+# ## What each change bought
+# The same BPE tokenizer at the selected vocabulary size, trained on the corpus as found, then with each step of
+# the corpus stage (00_corpus) and each tokenizer option added in turn (`azllm/study.py` says what each step is).
+# Superwords (pieces across spaces) are shown apart: their tokens are no longer parts of one word.
+
+# %%
+recipe = study.recipe_table(cfg, evals)
+report.record(out_dir, "tokenizers", {"recipe": recipe})
+display(pd.DataFrame(recipe).set_index("step").style.format(precision=3))
 
 # %% [markdown]
 # ## Lossless round trip and the exported Hugging Face tokenizer

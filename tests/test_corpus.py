@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from azllm.corpus import clean_corpus, eval_index, find_contamination, quality_problem, rates, read_jsonl
+from azllm.corpus import (clean_corpus, eval_index, find_contamination, in_input_order, quality_problem, rates,
+                          read_jsonl)
 from azllm.corpus.decontaminate import contaminated_by
 from azllm.corpus.language import detect
-from azllm.corpus.mix import copies
+from azllm.corpus.mix import SeenShingles, copies, drop_seen_sentences, write_mix
 from azllm.data import DataError, resolve_source
 
 AMENDMENTS = [  # legal_codes.txt: the same amendment note with other dates and numbers (one MinHash cluster)
@@ -92,6 +93,29 @@ def test_mix_rates_and_copies_are_deterministic():
     assert 900 < sum(picks) < 1100
 
 
+def test_sentence_near_duplicates_inside_a_source_are_dropped():
+    seen = SeenShingles(bits=1 << 20)
+    first = AMENDMENTS[0] + " Bu maddə 2018-ci ildən qüvvədədir."
+    assert drop_seen_sentences(first, seen, "legal") == first
+    # the same note with other numbers, and one new sentence: only the new sentence stays
+    again = AMENDMENTS[1] + " Məcəllənin yeni redaksiyası dərc olunub."
+    assert drop_seen_sentences(again, seen, "legal") == "Məcəllənin yeni redaksiyası dərc olunub."
+    assert drop_seen_sentences(again, seen, "news") == again          # another source has its own history
+
+
+def test_write_mix_caps_in_input_order_and_drops_weight_zero(tmp_path):
+    recs = [{"id": f"s/0/{i}", "text": f"Sənəd nömrə {i} haqqında {w} məlumat verilir.",
+             "metadata": {"source": src, "order": [0, 0, i]}}
+            for i, (src, w) in enumerate([("legal", "hüquqi")] * 6 + [("poetry", "şeir")] * 3)]
+    counts = write_mix(iter(recs), tmp_path / "mix.jsonl", source_rates={"legal": 1.0, "poetry": 0.0},
+                       caps={"legal": sum(len(r["text"].encode()) for r in recs[:3]) + 10}, sentence_dedup=False,
+                       seed=0)
+    lines = [json.loads(x)["text"] for x in (tmp_path / "mix.jsonl").read_text().splitlines()]
+    assert lines == [r["text"] for r in recs[:3]]                       # the first bytes of legal, in order
+    assert counts == {"legal": {"docs": 3, "bytes": sum(len(t.encode()) for t in lines)},
+                      "poetry": {"docs": 0, "bytes": 0}}
+
+
 # ------------------------------------------------------------------------------------------ the whole stage
 
 def _write(folder: Path, name: str, lines: list[str]) -> Path:
@@ -131,6 +155,8 @@ def test_each_step_removes_what_it_should(cleaned):
     kept = [r["text"] for r in read_jsonl(folder / "clean")]
     assert sorted(kept) == sorted([AMENDMENTS[0]] + PROSE[:2] + [PROSE[2], PROSE[3]]) or \
         sum(a in kept for a in AMENDMENTS) == 1 and all(p in kept for p in PROSE[:2] + PROSE[3:])
+    assert [r["metadata"]["order"] for r in in_input_order(folder / "clean")] == sorted(
+        r["metadata"]["order"] for r in read_jsonl(folder / "clean"))
     t = m["counts"]["by_source"]["total"]
     assert (t["input_docs"], t["kept_docs"]) == (12, 5)
     assert m["counts"]["by_source"]["news"]["language_docs"] == 1

@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parent.parent / "azllm"
 MODULES = sorted(PKG.rglob("*.py"))
 # the run layer and the entry points read a Config; the library modules take plain named arguments
 READS_CONFIG = {"run.py", "adapt.py", "sagemaker.py", "config/__init__.py", "report.py", "__main__.py", "bench/gpu.py",
-                "bench/encoder.py", "bench/methods.py", "launch.py"}
+                "bench/encoder.py", "bench/methods.py", "launch.py", "study.py"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))

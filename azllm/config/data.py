@@ -64,7 +64,7 @@ class DataConfig(_Section):
     root: str | None = None
     """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (the Makefile sets it to ../shared)."""
     train: SourceConfig = _src(path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az",
-                               max_bytes=25_000_000)
+                               max_bytes=50_000_000)
     """The training corpus (tokenizers, token files, models)."""
     eval: dict[str, SourceConfig] = Field(default_factory=lambda: {
         "flores": SourceConfig(**_FLORES_AZ), "xwmt": SourceConfig(path="data/az/dev/xwmt.test.az.txt")})
@@ -107,7 +107,12 @@ class TokenizerConfig(_Section):
     affix_presplit: bool = False
     """No piece crosses a suffix boundary predicted by azllm.morph (training-time only)."""
     split_by_whitespace: bool = True
-    """False allows multi-word pieces."""
+    """False allows multi-word pieces ("superwords": fewer tokens, but a token is no longer part of one word)."""
+    split_by_unicode_script: bool = False
+    """True (SentencePiece's default) keeps letters, digits and punctuation in separate pieces. False lets pieces
+    such as ``ləri,`` or ``▁bilər.`` form: BPE-32k FLORES fertility 1.536 -> 1.441 on the cleaned mix, lossless;
+    the cost: about 15% of the vocabulary are word+punctuation pieces, so a word can split differently before a
+    comma."""
     input_sentence_size: int = 0
     """Sentences SentencePiece samples for training (0: all)."""
     num_threads: int = 2

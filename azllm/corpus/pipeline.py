@@ -17,6 +17,7 @@ finished corpus.
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import re
 from pathlib import Path
@@ -31,7 +32,7 @@ from ..data import DataError, Resolved, iter_documents
 from . import decontaminate, language, quality
 
 __all__ = ["SourceReader", "LanguageFilter", "QualityFilter", "DecontaminationFilter", "AzWords", "exact_key",
-           "source_name", "writer", "STEPS"]
+           "source_name", "writer", "STEPS", "read_jsonl", "in_input_order"]
 
 STEPS = ("quality", "language", "decontamination", "exact_dedup", "near_dedup")
 
@@ -55,7 +56,8 @@ class SourceReader(PipelineStep):
     """Documents of the sources (normalized by :func:`azllm.data.iter_documents`), each tagged with its source.
 
     Task ``rank`` of ``world_size`` takes whole files when a source has at least ``world_size`` files and no
-    source-wide cap, else every ``world_size``-th document."""
+    source-wide cap, else every ``world_size``-th document. ``metadata.order`` (source, file, document numbers)
+    is the input order, which :func:`in_input_order` restores across tasks."""
 
     name = "azllm sources"
     type = "📖 - READER"
@@ -72,15 +74,19 @@ class SourceReader(PipelineStep):
         return mine, False
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
-        for r in self.sources:
+        for s, r in enumerate(self.sources):
+            file_no = {str(f): j for j, f in enumerate(r.files)}
             parts, stride = self._parts(r, rank, world_size)
             for part in parts:
+                seen: dict[str, int] = {}
                 for i, (origin, text) in enumerate(iter_documents(part, with_origin=True)):
+                    n = seen[origin] = seen.get(origin, -1) + 1
                     if stride and i % world_size != rank:
                         continue
                     self.stat_update("documents")
-                    yield Document(text=text, id=f"{source_name(origin)}/{i}",
-                                   metadata={"source": source_name(origin)})
+                    f = file_no.get(origin, 0)
+                    yield Document(text=text, id=f"{source_name(origin)}/{f}/{n}",
+                                   metadata={"source": source_name(origin), "order": [s, f, n]})
 
 
 class LanguageFilter(BaseFilter):
@@ -179,6 +185,12 @@ def hub_fingerprint(r: Resolved) -> str:
     from datasets import load_dataset
 
     return load_dataset(r.hub, r.config, split=r.split)._fingerprint
+
+
+def in_input_order(folder: Path):
+    """The records of a stage's output folder merged back into input order (streaming)."""
+    shards = sorted(Path(folder).glob("*.jsonl"))
+    return heapq.merge(*(read_jsonl(f) for f in shards), key=lambda r: r["metadata"]["order"])
 
 
 def input_ids(sources: list[Resolved]) -> list[dict]:

@@ -32,6 +32,8 @@ from .pipeline import (STEPS, AzWords, DecontaminationFilter, LanguageFilter, Qu
 __all__ = ["clean_corpus", "corpus_key", "MANIFEST"]
 
 MANIFEST = "manifest.json"
+FORMAT = 2
+"""Version of the stage's output (part of the key): raise it when the stage's code changes its output."""
 
 
 def corpus_key(inputs: list[dict], settings: dict) -> str:
@@ -134,7 +136,7 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
     arguments: languages kept, the thresholds of :func:`azllm.corpus.quality.quality_problem`, the
     decontamination n-gram length, MinHash's ``n_grams``/``num_buckets``/``hashes_per_bucket``, and
     ``tasks`` (shards) / ``workers`` (processes)."""
-    settings = {"languages": list(languages), "quality": dict(quality), "decontamination_n": decontamination_n,
+    settings = {"format": FORMAT, "languages": list(languages), "quality": dict(quality), "decontamination_n": decontamination_n,
                 "decontamination_min_words": decontamination_min_words,
                 "minhash": {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8, **(minhash or {})},
                 "eval_sets": {k: json_hash(v) for k, v in eval_lines.items()}, "tasks": tasks}
