@@ -39,3 +39,38 @@ def test_inventory_forms_respect_internal_harmony():
     forms = {f for _, f, _ in SUFFIXES}
     assert {"lar", "lər", "dan", "dən", "ımız", "imiz", "umuz", "ümüz", "acaq", "əcək"} <= forms
     assert "ləra" not in forms and "əcaq" not in forms
+
+
+@pytest.mark.parametrize("word,expected", [
+    # future and participle before a vowel: -acağ/-əcəy, -dığ/-diy (q, k -> ğ, y)
+    ("ağlayacağam", ["ağla", "yacağ", "am"]),
+    ("gələcəyəm", ["gəl", "əcəy", "əm"]),
+    ("olduğunu", ["ol", "duğ", "u", "nu"]),
+    ("birliyi", ["bir", "liy", "i"]),
+    ("almağa", ["al", "mağ", "a"]),
+    # present tense after a vowel-final stem
+    ("ağlayır", ["ağla", "yır"]),
+    # a bare vowel before the copula
+    ("kitabıdır", ["kitab", "ı", "dır"]),
+    ("evlərədir", ["ev", "lər", "ə", "dir"]),
+    # 1st-person possessive + dative, not negation
+    ("alətlərimə", ["alət", "lər", "im", "ə"]),
+    # the n-buffered locative only after a possessive
+    ("evində", ["ev", "i", "ndə"]),
+    # accusative after a vowel is -nı, so a y before -i is the stem's k (bəbək -> bəbəyi)
+    ("bəbəyi", ["bəbəy", "i"]),
+    # instrumental -la/-lə after a consonant only: this is the dative of avtomobil
+    ("avtomobilə", ["avtomobil", "ə"]),
+])
+def test_segment_inflection_the_lexicons_showed_missing(word, expected):
+    assert segment(word) == expected
+
+
+def test_buffer_variants_only_before_a_vowel():
+    forms = {f for _, f, _ in SUFFIXES}
+    assert {"acağ", "əcəy", "dığ", "diy", "lığ", "liy", "yır", "yir"} <= forms
+    assert (6, "yı", "V") not in SUFFIXES and (6, "yi", "V") not in SUFFIXES
+    # after a stem-final n the ablative is -dan (the n before it is the stem's or a possessive -n), not -ndan
+    assert segment("insandan")[-1] == "dan" and segment("Azərbaycanda")[-1] == "da"
+    # a ğ/y form never ends a word
+    assert segment("gəldiy") != ["gəl", "diy"] and segment("yazdığ") != ["yaz", "dığ"]
