@@ -29,6 +29,7 @@ from datatrove.pipeline.writers.jsonl import JsonlWriter
 from datatrove.utils.word_tokenizers import WordTokenizer
 
 from ..data import DataError, Resolved, iter_documents
+from ..text import az_lower
 from . import decontaminate, language, quality
 
 __all__ = ["SourceReader", "LanguageFilter", "QualityFilter", "DecontaminationFilter", "AzWords", "exact_key",
@@ -163,8 +164,9 @@ class AzWords(WordTokenizer):
 
 
 def exact_key(doc: Document) -> str:
-    """What exact deduplication compares: lowercase, whitespace collapsed (datatrove hashes it)."""
-    return " ".join(doc.text.lower().split())
+    """What exact deduplication compares: Azerbaijani lowercase (``İ``->``i``, ``I``->``ı``), whitespace
+    collapsed (datatrove hashes it)."""
+    return " ".join(az_lower(doc.text).split())
 
 
 def read_jsonl(folder: Path):

@@ -50,7 +50,7 @@ def _run(pipeline, work: Path, name: str, tasks: int, workers: int) -> None:
     logger.add(log_stream(), level="INFO")   # the parent's lines; each task sets its own from sys.stderr
     with contextlib.redirect_stderr(log_stream()):
         LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks),
-                              logging_dir=str(work / "logs" / name), start_method="fork").run()
+                              logging_dir=str(work / "logs" / name)).run()
 
 
 def _fill_empty_shards(folder: Path, tasks: int) -> None:
