@@ -70,7 +70,8 @@ def base_model(cfg: Config) -> tuple[str, object, dict | None]:
                      tokens={"tokenizer": tok.path, "dir": str(_work(cfg) / "en-base-tokens")},
                      model={"config": {**cfg.model.config, **A.base_model}, "base": None},
                      train={"method": "full", "max_steps": A.base_steps, "lr": A.base_lr,
-                            "eval_steps": A.base_steps, "save_steps": A.base_steps})
+                            "eval_steps": A.base_steps, "save_steps": A.base_steps},
+                     corpus={"enabled": False})   # English text: the Azerbaijani corpus stage does not apply
     result = run.train(cfg_b, run.prepare_data(cfg_b), output_dir=_work(cfg) / "en-base")
     return result["final_dir"], tok, result
 
@@ -108,7 +109,8 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
                     tokens={"tokenizer": tok.path, "dir": str(_work(cfg) / f"{way}-tokens")},
                     model={"base": str(base), "base_tokenizer": base_tok.path},
                     train={"max_steps": A.steps, "eval_steps": A.eval_steps, "save_steps": A.steps,
-                           "eval_on_start": True, "compare": []})
+                           "eval_on_start": True, "compare": []},
+                    corpus={"enabled": False})   # the first adapt.az_train_bytes of data.train, as found
 
 
 def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> dict:
