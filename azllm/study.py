@@ -22,7 +22,7 @@ from . import data as azdata
 from . import run
 from .config import Config
 
-__all__ = ["recipe_corpora", "recipe_table"]
+__all__ = ["recipe_corpora", "recipe_table", "lexicon_check"]
 
 
 def recipe_corpora(cfg: Config) -> list[tuple[str, list[str], dict]]:
@@ -59,3 +59,22 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
             row[f"{name} fertility"], row[f"{name} roundtrip"] = m["fertility"], m["roundtrip"]
         rows.append(row)
     return rows
+
+
+def lexicon_check(cfg: Config) -> dict | None:
+    """Agreement of :func:`azllm.morph.suffix_boundaries` with the UniMorph and hunspell lexicons of
+    ``data.lexicon`` (:func:`azllm.lexicon.lexicon_agreement`); None when ``data.lexicon`` is None."""
+    from pathlib import Path
+
+    from .lexicon import lexicon_agreement
+
+    if cfg.data.lexicon is None:
+        return None
+    folder = Path(cfg.data.lexicon)
+    root = run.data_root(cfg)
+    folder = folder if folder.is_absolute() or root is None else root / folder
+    files = [folder / n for n in ("unimorph_aze.tsv", "mozillaz_hunspell_az.dic", "mozillaz_hunspell_az.aff")]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise azdata.DataError(f"data.lexicon: missing {missing}; set data.lexicon to the folder, or null")
+    return lexicon_agreement(*files, sample=20000, seed=cfg.seed, top=10)

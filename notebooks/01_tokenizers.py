@@ -138,6 +138,19 @@ with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(seg))
 
 # %% [markdown]
+# ## The suffix inventory against the lexicons
+# `azllm/morph.py` predicts suffix boundaries; UniMorph forms and hunspell-generated forms give an independent
+# reference for the stem boundary. Recall: share of reference boundaries predicted; precision: share of forms whose
+# first predicted cut is the stem boundary (hunspell stems are often derived words, so early cuts are expected).
+
+# %%
+lex = study.lexicon_check(cfg)
+report.record(out_dir, "tokenizers", {"lexicon": lex})
+keys = ("n", "recall", "precision")
+display(pd.DataFrame({s: {k: lex[s][k] for k in keys} for s in ("unimorph", "hunspell", "overall")}).T)
+display(pd.DataFrame(lex["unimorph"]["misses"], columns=["suffix", "count", "example"]).head(10))
+
+# %% [markdown]
 # ## What the affix-aware pre-split buys and costs
 # `morph_recall`: share of predicted suffix boundaries that are token boundaries; `morph_precision`: share of
 # word-internal token boundaries that are predicted suffix boundaries. The pre-split should raise both, at the cost

@@ -72,6 +72,9 @@ class DataConfig(_Section):
     parallel: dict[str, ParallelPair] = Field(default_factory=lambda: {
         "flores": ParallelPair(az=SourceConfig(**_FLORES_AZ), en=SourceConfig(**_FLORES_EN))})
     """Line-parallel az/en sets by name, for the token parity az/en."""
+    lexicon: str | None = "data/az/lexicon"
+    """Folder (under the data root) with ``unimorph_aze.tsv`` and ``mozillaz_hunspell_az.dic``/``.aff``: the
+    independent check of azllm.morph's suffix boundaries in notebook 01. None: no check."""
 
 
 # ------------------------------------------------------------------------------------------------ tokenizer
