@@ -40,6 +40,11 @@ class ThroughputCallback(_trainer_callback_base()):
     train begin through ``/proc/self/clear_refs``; elsewhere the maximum of the RSS sampled after every step), and
     ``process_peak_rss_mb`` the lifetime ``ru_maxrss`` (which a child process inherits from its parent).
 
+    The clock is read at the end of every step on CPU. On a GPU it is read (after ``torch.cuda.synchronize()``) only
+    where the Trainer waits for the device anyway: logging steps (it reads the loss), before an evaluation or a
+    checkpoint and at the last step; each step between two readings is credited the interval's mean, so timing
+    never adds a host-device sync of its own.
+
     ``tokens_per_step`` = per-device batch x grad accumulation x block size x world size. Results in
     :meth:`summary`; per-step times in ``step_times``.
     """
@@ -48,8 +53,7 @@ class ThroughputCallback(_trainer_callback_base()):
         self.tokens_per_step = int(tokens_per_step)
         self.untimed_steps = int(untimed_steps)
         self.step_times: list[float] = []
-        self._last = None
-        self._dirty = False
+        self._mark = None  # (clock, global step) of the last reading that starts a timed interval
         self.peak_rss = 0.0
         self.cuda = torch.cuda.is_available()
 
@@ -62,24 +66,26 @@ class ThroughputCallback(_trainer_callback_base()):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         self._hwm_reset = reset_peak_rss()
-        self._last = self._now()
         self._start_step = state.global_step
+        self._mark = None
 
     def on_step_end(self, args, state, control, **kw):
+        if not self._hwm_reset:  # without a resettable high-water mark: sample the RSS
+            self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
+        if self.cuda and not (control.should_log or control.should_evaluate or control.should_save
+                              or control.should_training_stop):
+            return
         now = self._now()
-        if not self._dirty and state.global_step - self._start_step > self.untimed_steps:
-            self.step_times.append(now - self._last)
-        self._dirty = False
-        self._last = now
-        self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
+        if self._mark is not None:
+            steps = state.global_step - self._mark[1]
+            self.step_times.extend([(now - self._mark[0]) / steps] * steps)
+        self._mark = (now, state.global_step) if state.global_step - self._start_step >= self.untimed_steps else None
 
     def on_evaluate(self, args, state, control, **kw):
-        self._dirty = True
-        self._last = self._now()
+        self._mark = None  # the interval after an evaluation starts at the next reading
 
     def on_save(self, args, state, control, **kw):
-        self._dirty = True
-        self._last = self._now()
+        self._mark = None
 
     def summary(self) -> dict:
         t = self.step_times

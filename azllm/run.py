@@ -264,8 +264,9 @@ def run_key(cfg: Config, method: str, base, max_steps: int, lr: float, tokenizer
     """Everything that shapes a training run, hashed: its output folder's name and its results' key."""
     from .tokens import read_header
 
+    off = {"fsdp", "fsdp_config"} if not cfg.train.fsdp else set()  # FSDP checkpoints differ: a run of its own
     train = cfg.train.model_dump(exclude={"resume", "compare", "compare_steps", "compare_lr", "generate",
-                                          "report_to"})
+                                          "report_to", *off})
     return json_hash({"model": cfg.model.model_dump(), "train": train, "method": method,
                       "base": str(base) if base else None, "max_steps": max_steps, "lr": lr, "seed": cfg.seed,
                       "tokenizer": tokenizer.fingerprint,
@@ -393,7 +394,7 @@ def train(cfg: Config, data: dict, *, method: str | None = None, base: str | os.
         eval_batch_size=T.eval_batch_size, logging_steps=T.logging_steps, save_steps=T.save_steps,
         save_total_limit=T.save_total_limit, resume=resume, untimed_steps=T.untimed_steps, seed=cfg.seed,
         eval_on_start=T.eval_on_start, rows_only_steps=T.rows_only_steps if method != "full" else 0,
-        report_to=tuple(T.report_to),
+        report_to=tuple(T.report_to), fsdp=T.fsdp, fsdp_config=T.fsdp_config,
         callbacks=callbacks, progress=progress)
 
 

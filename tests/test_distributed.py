@@ -1,14 +1,19 @@
-"""Two CPU processes under torchrun (gloo DDP) train the tiny model: different data per rank, identical weights."""
+"""Two CPU processes under torchrun train the tiny model: gloo DDP (different data per rank, identical weights) and
+FSDP2 full shard (the same losses and weights as one process with the two ranks' batch).
+
+``python tests/test_distributed.py SPEC`` (or under torchrun) is the entry the FSDP test starts."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from train_helpers import data  # noqa: F401
@@ -16,24 +21,29 @@ from train_helpers import data  # noqa: F401
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_two_process_torchrun_ddp(data, tmp_path):
+def _free_port() -> int:
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path) -> subprocess.CompletedProcess:
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     assert torchrun, "torch installs torchrun next to this Python"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([torchrun, "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port",
+                           str(_free_port()), str(script), str(spec)], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=str(cwd))
+
+
+def test_two_process_torchrun_ddp(data, tmp_path):
     rec = tmp_path / "rec"
     spec = tmp_path / "spec.json"
     steps = 6
     spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / "run"), "record": str(rec),
                                 "resume": False,
                                 "train": {"max_steps": steps, "eval_steps": 3, "save_steps": 3}}))
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    import socket
-
-    with socket.socket() as sock:  # a free port for the rendezvous
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    p = subprocess.run([torchrun, "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(port),
-                        str(REPO / "tests" / "train_entry.py"), str(spec)], env=env, capture_output=True, text=True,
-                       timeout=600, cwd=str(tmp_path))
+    p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
     r0, r1 = (json.loads((rec / f"rank{k}.json").read_text()) for k in (0, 1))
     assert r0["world_size"] == r1["world_size"] == 2 and r0["steps"] == r1["steps"] == steps
@@ -54,3 +64,97 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     assert len(moved) == len(a)  # every weight was trained (same on both ranks)
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["throughput"]["tokens_per_step"] == 2 * bs * 32
+
+
+@pytest.mark.slow
+def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path):
+    """FSDP2 ``fully_shard`` of every decoder layer and the root (reshard after forward: weights, gradients and
+    AdamW states split over 2 gloo ranks) through ``train.fsdp``, against one process training the same 8 windows
+    per step: the same loss at every step, validation loss and final weights, up to float summation order (the
+    DDP test above asks identical weights of its ranks; across a different reduction order 1e-5 on losses, 1e-6 on
+    weights). Checkpoints (at steps 3 and 6) and the final model (gathered by both ranks, written by rank 0) are
+    written under FSDP too. The 16 evaluation windows split evenly over the ranks (with an uneven split the Trainer's
+    distributed evaluation pads the last batch and the loss moved by 0.004 here, with or without FSDP)."""
+    from safetensors.torch import load_file
+
+    steps, over = 6, {"max_steps": 6, "eval_steps": 3, "save_steps": 3, "logging_steps": 1, "eval_max_tokens": 512}
+    runs = {}
+    for name, nproc, train in (("fsdp", 2, {**over, "batch_size": 4, "fsdp": True}),
+                               ("one", 1, {**over, "batch_size": 8})):
+        spec = tmp_path / f"{name}.json"
+        spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / name), "train": train,
+                                    "record": str(tmp_path / f"{name}-rec")}))
+        p = _torchrun(nproc, Path(__file__), spec, tmp_path)
+        assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+        runs[name] = json.loads((tmp_path / name / "results.json").read_text())
+    f, o = runs["fsdp"], runs["one"]
+    recs = [json.loads((tmp_path / "fsdp-rec" / f"rank{k}.json").read_text()) for k in (0, 1)]
+    assert all(r["fsdp"] and r["fsdp2"] and r["world_size"] == 2 for r in recs), recs
+    assert all(r["sharded"].get("LlamaDecoderLayer") == 2 and r["sharded"].get("LlamaForCausalLM") == 1
+               for r in recs), recs  # both decoder layers and the root (accelerate adds embedding, norm, head)
+    assert f["fsdp"] and not o["fsdp"] and f["steps"] == o["steps"] == steps
+    assert f["throughput"]["tokens_per_step"] == o["throughput"]["tokens_per_step"] == 8 * 32
+    lf, lo = ([h["loss"] for h in r["curves"]["train"]] for r in (f, o))
+    assert len(lf) == len(lo) == steps and lf[-1] < lf[0]
+    assert lf == pytest.approx(lo, abs=1e-5), (lf, lo)  # measured: 1.4e-6
+    assert f["final"]["val"]["loss"] == pytest.approx(o["final"]["val"]["loss"], abs=1e-5)
+    wf, wo = (load_file(str(tmp_path / n / "final" / "model.safetensors")) for n in ("fsdp", "one"))
+    head = wf.pop("lm_head.weight", None)  # the gathered state dict keeps the tied head as a copy
+    assert head is None or torch.equal(head, wf["model.embed_tokens.weight"])
+    assert wf.keys() == wo.keys()
+    assert all(torch.allclose(wf[k], wo[k], rtol=0, atol=1e-6) for k in wf), max(  # measured: 6e-8
+        (wf[k] - wo[k]).abs().max().item() for k in wf)
+    assert (tmp_path / "fsdp" / "checkpoint-6" / "azllm_complete.json").is_file()
+
+
+def _accelerate_fsdp_on_cpu() -> None:
+    """accelerate 1.15 makes a launch FSDP only when it is a GPU-type launch: ``AcceleratorState.__init__``
+    (accelerate/state.py) sets ``DistributedType.FSDP`` for MULTI_GPU, MULTI_NPU, MULTI_XPU & co. when an FSDP
+    plugin is given, while MULTI_CPU stays plain data parallel, so the Trainer runs ``train.fsdp`` as DDP on CPU
+    (the run warns). FSDP2's ``fully_shard`` itself works on CPU with gloo: this test entry lets MULTI_CPU become FSDP
+    the same way, so that everything after it (wrapping, sharded steps, checkpoints, the final gather) is the code a
+    GPU launch runs."""
+    import accelerate.state as st
+    from accelerate.utils import DistributedType
+
+    init = st.AcceleratorState.__init__
+
+    def patched(self, *args, fsdp_plugin=None, **kwargs):
+        init(self, *args, fsdp_plugin=fsdp_plugin, **kwargs)  # every AcceleratorState() re-copies PartialState's type
+        plugin = fsdp_plugin or self.__dict__.get("fsdp_plugin")
+        if plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
+            self.distributed_type, self.fsdp_plugin = DistributedType.FSDP, plugin
+
+    st.AcceleratorState.__init__ = patched
+
+
+def _entry(spec_path: str) -> None:
+    """One run of the spec (``art``, ``output_dir``, ``train`` overrides, ``record``): each rank writes whether
+    the Trainer ran FSDP2 and which modules ``fully_shard`` wrapped."""
+    import warnings
+    from collections import Counter
+
+    warnings.simplefilter("ignore")
+    spec = json.loads(Path(spec_path).read_text())
+    if spec["train"].get("fsdp"):
+        _accelerate_fsdp_on_cpu()
+    os.environ["AZLLM_ARTIFACTS"] = spec["art"]
+    from torch.distributed.fsdp import FSDPModule
+
+    from azllm.run import prepare_data, train
+    from train_helpers import tiny_params
+
+    P = tiny_params(Path(spec["art"]), **spec["train"])
+    r = train(P, prepare_data(P, progress=False), output_dir=spec["output_dir"], progress=False, resume=False)
+    t = r["trainer"]
+    sharded = Counter(type(m).__name__.removeprefix("FSDP") for m in t.model_wrapped.modules()
+                      if isinstance(m, FSDPModule))
+    out = Path(spec["record"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"rank{os.environ.get('RANK', '0')}.json").write_text(json.dumps({
+        "fsdp": t.is_fsdp_enabled, "fsdp2": bool(t.is_fsdp_enabled and t.accelerator.is_fsdp2),
+        "sharded": dict(sharded), "world_size": r["world_size"]}))
+
+
+if __name__ == "__main__":
+    _entry(sys.argv[1])

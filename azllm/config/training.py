@@ -154,6 +154,13 @@ class TrainConfig(_Section):
     report_to: list[str] = Field(default_factory=lambda: ["tensorboard"])
     """Experiment trackers of the Trainer: tensorboard (logs in the run folder, runs/), wandb, mlflow (install the
     extra; keys and URIs come from the environment, never from params); [] for none."""
+    fsdp: bool = False
+    """Shard the run with FSDP through the Trainer (under torchrun: weights, gradients and optimizer states split over
+    the processes; FSDP2, the decoder layers wrapped). accelerate launch with accelerate/fsdp.yaml does the same from
+    its config. On CPU accelerate runs it as plain data parallel (the run warns)."""
+    fsdp_config: dict[str, Any] = Field(default_factory=dict)
+    """transformers' fsdp_config over {version: 2}, e.g. {reshard_after_forward: false} (keep the gathered weights
+    until the backward pass: less communication, more memory) or {cpu_offload: true}."""
     rows_only_steps: int = 0
     """Two-stage adapter schedule: new token rows alone for this many steps, then LoRA's matrices join (LoRA and
     QLoRA with a changed vocabulary)."""
