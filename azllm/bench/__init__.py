@@ -8,7 +8,9 @@
   8-bit optimizers, bf16), explained by :mod:`azllm.memory` (notebook 04);
 - :mod:`azllm.bench.methods`: full fine-tuning vs LoRA vs QLoRA on one model (``python -m azllm.bench.methods``;
   notebook 03);
-- :mod:`azllm.bench.gpu`: the GPU benchmark (``make bench-gpu``).
+- :mod:`azllm.bench.gpu`: the GPU benchmark (``make bench-gpu``);
+- :mod:`azllm.bench.overhead`: azllm's training path against a bare nanoGPT-style loop, tokens/s side by side
+  (``python -m azllm.bench.overhead PARAMS``).
 
 Medians and ratios are measured side by side in one run, never in timed unit tests.
 """

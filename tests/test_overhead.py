@@ -1,0 +1,81 @@
+"""The training path's overhead benchmark (azllm.bench.overhead) and what keeps the path lean: the allocator setting
+on CPU and a throughput clock that never syncs a GPU on its own. Tiny shapes, no speed asserted (the benchmark
+measures speed, not the tests)."""
+
+import types
+
+import pytest
+import torch
+
+from azllm import train as azt
+from azllm.bench import overhead
+from azllm.callbacks import ThroughputCallback
+from conftest import TINY_MODEL
+from train_helpers import data  # noqa: F401
+
+TINY = {"block_size": 32, "batch_size": 2, "max_steps": 8, "warmup_steps": 2, "logging_steps": 4, "untimed_steps": 2}
+
+
+def test_compare_runs_both_paths_in_a_fresh_process_and_returns_the_fields(data):
+    res = overhead.compare(tokenizer=data["tokenizer"].path, train_file=data["train"], val_file=data["val"],
+                           model=TINY_MODEL, train=TINY, rounds=1, report_to=(), show_progress=False)
+    assert [r["order"] for r in res["rows"]] == ["bare then trainer"]  # a second round flips the order
+    for r in res["rows"]:
+        assert r["bare"] > 0 and r["trainer"] > 0 and r["ratio"] == pytest.approx(r["trainer"] / r["bare"])
+        assert r["bare step ms"] > 0 and r["trainer step ms"] > 0
+    assert res["ratio"] == pytest.approx(res["trainer"] / res["bare"])
+    assert res["ratio_min"] <= res["ratio_max"] and res["tokens_per_step"] == 2 * 32 and res["steps"] == 8
+    assert res["freed_memory_kept"] is True  # Linux, glibc, no MALLOC_* variables here
+
+
+def test_both_paths_train_the_same_model_on_the_same_schedule(data, tmp_path):
+    """The same model from the same seed, the same schedule and logging steps: both read the loss at steps 4 and
+    8, below ln V (their samplers draw the windows in different orders), and neither saves inside the timed steps."""
+    t = {**overhead.TRAIN_DEFAULTS, **TINY}
+    V = data["tokenizer"].vocab_size
+    b = overhead.bare_loop(overhead._model("tiny", TINY_MODEL, V, t["seed"]), train_file=data["train"], **t)
+    r = overhead.trainer_path(overhead._model("tiny", TINY_MODEL, V, t["seed"]), tokenizer=data["tokenizer"],
+                              train_file=data["train"], val_file=data["val"], output_dir=tmp_path / "run",
+                              report_to=(), **t)
+    for x in (b, r):
+        assert x["timed_steps"] == 8 - 2 and len(x["losses"]) == 2 and x["tokens_per_s"] > 0
+        assert x["losses"][-1] < torch.log(torch.tensor(float(V))).item()
+    assert not list((tmp_path / "run").glob("checkpoint-[1-7]"))  # nothing saved inside the timed steps
+
+
+def test_keep_freed_memory_respects_the_environment(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the memory benchmark's setting wins
+    assert azt.keep_freed_memory() is False
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")
+    assert azt.keep_freed_memory() is False
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    assert azt.keep_freed_memory() is True
+
+
+def test_throughput_clock_syncs_a_gpu_only_where_the_trainer_does(monkeypatch):
+    """On CUDA the clock is read (with a device sync) only at logging, evaluation, save and last steps; every step
+    between two readings is credited their mean. On CPU every step is timed."""
+    syncs = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: syncs.append(1))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a, **k: None)
+    cb = ThroughputCallback(tokens_per_step=100, untimed_steps=2)
+    cb.cuda = True
+    state = types.SimpleNamespace(global_step=0)
+    cb.on_train_begin(None, state, None)
+    for step in range(1, 21):
+        state.global_step = step
+        control = types.SimpleNamespace(should_log=step % 5 == 0, should_evaluate=step == 10, should_save=False,
+                                        should_training_stop=step == 20)
+        cb.on_step_end(None, state, control)
+        if control.should_evaluate:
+            cb.on_evaluate(None, state, control)
+    assert syncs == [1] * 4  # steps 5, 10, 15, 20: no other step synchronizes the device
+    assert len(cb.step_times) == 5 + 5  # 5-10 timed; after the evaluation at 10, 10-15 is skipped; 15-20 timed
+    cpu = ThroughputCallback(tokens_per_step=100, untimed_steps=2)
+    cpu.cuda = False
+    cpu.on_train_begin(None, types.SimpleNamespace(global_step=0), None)
+    for step in range(1, 9):
+        cpu.on_step_end(None, types.SimpleNamespace(global_step=step), types.SimpleNamespace(
+            should_log=False, should_evaluate=False, should_save=False, should_training_stop=False))
+    assert len(cpu.step_times) == 8 - 2 and len(syncs) == 4
