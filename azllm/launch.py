@@ -73,10 +73,11 @@ import sys
 
 from azllm.__main__ import main
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--params", default="params.yaml")
-args, _recorded = ap.parse_known_args()
-sys.exit(main(["train", args.params]))
+if __name__ == "__main__":   # the corpus stage's worker processes import this module: run nothing then
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--params", default="params.yaml")
+    args, _recorded = ap.parse_known_args()
+    sys.exit(main(["train", args.params]))
 '''
 
 

@@ -234,3 +234,13 @@ def test_a_killed_run_leaves_nothing_taken_as_finished(tmp_path, data_root, flor
     m = json.loads(finished.read_text())
     assert m["counts"]["by_source"]["total"]["input_docs"] > 1000
     assert not list(out.glob("*.work"))
+
+
+def test_processes_cleaning_at_once_share_one_result(tmp_path, data_root):
+    """Like torchrun ranks of one run: both finish, one cleaned corpus, no work folder left."""
+    src, out = data_root / "data/az/train", tmp_path / "out"
+    procs = [subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
+    assert len(list(out.glob("*/manifest.json"))) == 1 and not list(out.glob("*.work"))

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
+from filelock import FileLock
 from datatrove.pipeline.dedup.exact_dedup import (ExactDedupConfig, ExactDedupFilter, ExactDedupSignature,
                                                   ExactFindDedups)
 from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
@@ -135,7 +136,11 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
     existing ``<key>/manifest.json`` is returned without work unless ``force``. Settings are the keyword
     arguments: languages kept, the thresholds of :func:`azllm.corpus.quality.quality_problem`, the
     decontamination n-gram length, MinHash's ``n_grams``/``num_buckets``/``hashes_per_bucket``, and
-    ``tasks`` (shards) / ``workers`` (processes)."""
+    ``tasks`` (shards) / ``workers`` (processes).
+
+    Processes that call it at once (torchrun ranks) wait on a lock: one cleans, the others read its manifest.
+    The workers are started by a forkserver that imports the caller's ``__main__``: a script calling this needs
+    an ``if __name__ == "__main__":`` guard."""
     settings = {"format": FORMAT, "languages": list(languages), "quality": dict(quality), "decontamination_n": decontamination_n,
                 "decontamination_min_words": decontamination_min_words,
                 "minhash": {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8, **(minhash or {})},
@@ -143,8 +148,15 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
     sources = [replace(r, streaming=False) for r in sources]   # hub sources: downloaded once, cached
     inputs = input_ids(sources)
     out = Path(out_root) / corpus_key(inputs, settings)
-    if (out / MANIFEST).is_file() and not force:
-        return json.loads((out / MANIFEST).read_text())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out) + ".lock"):   # several processes (torchrun ranks) of one run: one cleans, all read
+        if (out / MANIFEST).is_file() and not force:
+            return json.loads((out / MANIFEST).read_text())
+        return _clean(sources, out, eval_lines, settings, inputs, tasks, workers)
+
+
+def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: int, workers: int) -> dict:
+    """The stage's work in ``<out>.work``, then the manifest, then the rename to ``out``."""
     work = out.with_name(out.name + ".work")
     t0 = time.perf_counter()
     _stages(sources, work, eval_lines, settings, tasks, workers)
