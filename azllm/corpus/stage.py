@@ -33,7 +33,7 @@ from .pipeline import (STEPS, AzWords, DecontaminationFilter, LanguageFilter, Qu
 __all__ = ["clean_corpus", "corpus_key", "MANIFEST"]
 
 MANIFEST = "manifest.json"
-FORMAT = 2
+FORMAT = 3
 """Version of the stage's output (part of the key): raise it when the stage's code changes its output."""
 
 
@@ -105,7 +105,8 @@ def _counts(work: Path) -> dict:
             per[key][f"{column}_bytes"] += b
             per[key]["input_docs"] += 1
             per[key]["input_bytes"] += b
-        langs[rec["metadata"].get("lang", "unknown")] += 1
+        if "lang" in rec["metadata"]:   # documents the quality rules dropped never reached language ID
+            langs[rec["metadata"]["lang"]] += 1
 
     for rec in read_jsonl(work / "clean"):
         add(rec, "kept")
