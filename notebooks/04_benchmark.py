@@ -37,7 +37,7 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import plots, report, run, tables
+from azllm import launch, plots, report, run, tables
 
 cfg = run.setup(params_file)
 B = cfg.benchmark
@@ -156,3 +156,16 @@ print("recorded to metrics.json: section 'benchmark'")
 job = tables.job_cost_table(res, **B.job.model_dump())
 report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": tables.records(job)})
 display(job)
+
+# %% [markdown]
+# ## The 1B setup as launched
+# The job of `benchmark.plan` (by default `params/sagemaker.yaml`: the Llama-3.2-1B shape, 32k vocabulary, on one
+# ml.p4d.24xlarge) priced at its *planned* tokens/s per GPU, exactly as `python -m azllm launch PARAMS --dry-run`
+# prints it before a launch. Replace the planned tokens/s with the one `make bench-gpu` measures on the instance.
+
+# %%
+plan_cfg = run.load(B.plan) if B.plan else None
+plan = launch.estimate(plan_cfg) if plan_cfg else {}
+report.record(out_dir, "benchmark", {"plan": {"params": B.plan, **plan}})
+print(launch.cost_lines(plan, spot=plan_cfg.launch.spot, max_run_hours=plan_cfg.launch.max_run_hours)
+      if plan_cfg else "benchmark.plan: none")

@@ -286,6 +286,9 @@ class BenchmarkConfig(_Section):
     """The fit planner."""
     job: JobConfig = Field(default_factory=JobConfig)
     """The cost of a whole job on a cloud instance, per variant."""
+    plan: str | None = "params/sagemaker.yaml"
+    """A params file (relative to the working folder) whose whole training job is priced in notebook 04 as
+    launched (``python -m azllm launch ... --dry-run``): the 1B setup on ml.p4d.24xlarge. None: none."""
 
 
 # ----------------------------------------------------------------------------------------------------- adapt
