@@ -220,11 +220,12 @@ clean_corpus([r], sys.argv[2], eval_lines={"x": ["a b c"]}, languages=["az"], qu
 def test_a_killed_run_leaves_nothing_taken_as_finished(tmp_path, data_root, flores):
     src = data_root / "data/az/train"
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], env={**os.environ})
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], env={**os.environ},
+                            start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline and not list(out.glob("*.work/removed")):
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)   # the run and its worker, forkserver and manager processes
     proc.wait()
     assert list(out.glob("*.work")), "the run was killed before it started writing"
     assert not list(out.glob("*/manifest.json"))
