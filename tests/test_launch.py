@@ -24,7 +24,7 @@ from azllm import memory as mem
 from azllm.__main__ import main
 from azllm.config import ParamsError, load_params
 from azllm.model import model_config
-from conftest import FIXTURES, TINY_MODEL
+from train_helpers import simulated_sagemaker_job
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = REPO / "params" / "sagemaker.yaml"
@@ -230,19 +230,8 @@ def test_the_extra_pins_exact_versions():
 
 @pytest.mark.slow  # ~30 s: a tiny LoRA run through the staged entry script
 def test_the_staged_entry_trains_under_a_simulated_sagemaker_job(tmp_path):
-    params = {"run_name": "sm", "data": {"train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 20000},
-                                         "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt",
-                                                             "max_lines": 50}}},
-              "tokenizer": {"vocab_size": 512, "model_type": "unigram"}, "model": {"config": TINY_MODEL},
-              "train": {"method": "lora", "batch_size": 4, "block_size": 32, "max_steps": 4, "eval_steps": 2,
-                        "save_steps": 2, "save_total_limit": 1, "logging_steps": 2, "eval_max_tokens": 512,
-                        "untimed_steps": 1, "report_to": []}}
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump(params))
+    env = simulated_sagemaker_job(tmp_path, tmp_path / "p.yaml", max_steps=4, every=2)
     src = L.stage_source(tmp_path / "p.yaml", tmp_path / "code")
-    sm = {"SM_MODEL_DIR": tmp_path / "model", "SM_OUTPUT_DATA_DIR": tmp_path / "output", "SM_CHANNEL_DATA": FIXTURES,
-          "AZLLM_CHECKPOINT_DIR": tmp_path / "checkpoints", "SM_NUM_GPUS": 0, "SM_HOSTS": '["algo-1"]',
-          "AZLLM_ARTIFACTS": tmp_path / "artifacts"}
-    env = {**{k: v for k, v in os.environ.items() if k != "AZLLM_DATA_ROOT"}, **{k: str(v) for k, v in sm.items()}}
     # what the SDK's torchrun driver runs: the entry script with the hyperparameters as --key value
     p = subprocess.run([sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm",
                         "--params_hash", "0123"], cwd=src, env=env, capture_output=True, text=True, timeout=600)

@@ -48,3 +48,22 @@ def data(tmp_path_factory):
         d = prepare_data(P, progress=False)
     d["P"], d["art"] = P, art
     return d
+
+
+def simulated_sagemaker_job(tmp_path: Path, params_file: Path, *, max_steps: int, every: int) -> dict:
+    """Write a tiny LoRA params file for a SageMaker job and return the job's environment: SM_* folders under
+    ``tmp_path``, the fixture corpus as the ``data`` channel, no data root of the caller's."""
+    import yaml
+
+    params = {"run_name": "sm", "data": {"train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 20000},
+                                         "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt",
+                                                             "max_lines": 50}}},
+              "tokenizer": {"vocab_size": 512, "model_type": "unigram"}, "model": {"config": TINY_MODEL},
+              "train": {"method": "lora", "batch_size": 4, "block_size": 32, "max_steps": max_steps,
+                        "eval_steps": every, "save_steps": every, "save_total_limit": 1, "logging_steps": every,
+                        "eval_max_tokens": 512, "untimed_steps": 1, "report_to": []}}
+    params_file.write_text(yaml.safe_dump(params))
+    sm = {"SM_MODEL_DIR": tmp_path / "model", "SM_OUTPUT_DATA_DIR": tmp_path / "output", "SM_CHANNEL_DATA": FIXTURES,
+          "AZLLM_CHECKPOINT_DIR": tmp_path / "checkpoints", "SM_NUM_GPUS": 0, "SM_HOSTS": '["algo-1"]',
+          "AZLLM_ARTIFACTS": tmp_path / "artifacts"}
+    return {**{k: v for k, v in os.environ.items() if k != "AZLLM_DATA_ROOT"}, **{k: str(v) for k, v in sm.items()}}
