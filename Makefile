@@ -41,7 +41,7 @@ notebooks: venv
 # GPU benchmark: Llama-3.2-1B shape, seq 2048, bf16; baseline vs Liger vs LoRA vs QLoRA, with and without
 # gradient checkpointing, on one GPU in < 8 min -> reports/gpu/. `make bench-gpu ARGS=--dry-run` proves it on CPU.
 bench-gpu: venv
-	$(PY) -m azllm.bench.gpu $(ARGS)
+	$(PY) -m azllm bench gpu $(ARGS)
 
 # Regenerate the pins from the current venv (after changing requirements.in).
 lock: venv

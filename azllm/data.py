@@ -30,7 +30,7 @@ from typing import Iterator
 
 from .text import normalize as _normalize
 
-__all__ = ["DataError", "Resolved", "resolve_source", "iter_documents", "read_lines", "file_sha256",
+__all__ = ["DataError", "Resolved", "resolve_source", "under_root", "iter_documents", "read_lines", "file_sha256",
            "source_lines"]
 
 
@@ -65,6 +65,19 @@ class Resolved:
         return {str(f): file_sha256(f) for f in self.files}
 
 
+def under_root(path: str | os.PathLike, root: str | os.PathLike | None) -> Path | None:
+    """``path`` (``~`` expanded) under the data root ``root`` unless it is absolute; None for a relative path
+    without a root. The one place where "relative to the data root" is decided.
+
+    >>> under_root("data/x.txt", "/d"), under_root("/abs/x.txt", "/d"), under_root("x.txt", None)
+    (PosixPath('/d/data/x.txt'), PosixPath('/abs/x.txt'), None)
+    """
+    p = Path(os.path.expanduser(str(path)))
+    if p.is_absolute():
+        return p
+    return Path(root) / p if root is not None else None
+
+
 def resolve_source(spec: dict, root: Path | None) -> Resolved:
     """Resolve a source dict (``SourceConfig.model_dump()``) against the data root.
 
@@ -77,14 +90,10 @@ def resolve_source(spec: dict, root: Path | None) -> Resolved:
     common = dict(max_bytes=spec.get("max_bytes"), max_lines=spec.get("max_lines"),
                   max_bytes_per_file=spec.get("max_bytes_per_file"), text_field=spec.get("text_field") or "text")
     if path:
-        p = Path(os.path.expanduser(path))
-        if not p.is_absolute():
-            if root is None:
-                tried.append(f"local path {path!r} (no data root: set AZLLM_DATA_ROOT or data.root)")
-                p = None
-            else:
-                p = root / p
-        if p is not None:
+        p = under_root(path, root)
+        if p is None:
+            tried.append(f"local path {path!r} (no data root: set AZLLM_DATA_ROOT or data.root)")
+        else:
             files = sorted(Path(f) for f in _glob.glob(str(p)) if Path(f).is_file())
             if files:
                 return Resolved("files", files=files, **common)

@@ -26,10 +26,26 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["merged_model", "export_model"]
+from .utils import replace_dir
 
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json",
-                    "sp.model", "vocab.json", "merges.txt")
+__all__ = ["merged_model", "export_model", "TOKENIZER_FILES", "copy_tokenizer_files"]
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json",
+                   "chat_template.jinja", "sp.model", "vocab.json", "merges.txt")
+"""The files that make a tokenizer folder (Hugging Face, SentencePiece, GPT-2 style): what an export or a job's
+model folder copies next to the weights."""
+
+
+def copy_tokenizer_files(src: str | os.PathLike | None, dst: str | os.PathLike) -> list[str]:
+    """Copy the :data:`TOKENIZER_FILES` that exist in folder ``src`` into ``dst``; returns their names."""
+    if not src:
+        return []
+    copied = []
+    for name in TOKENIZER_FILES:
+        if (Path(src) / name).is_file():
+            shutil.copy(Path(src) / name, Path(dst) / name)
+            copied.append(name)
+    return copied
 
 
 def _dequantized(layer) -> torch.Tensor:
@@ -96,10 +112,5 @@ def export_model(model, tokenizer_dir: str | os.PathLike, out_dir: str | os.Path
     tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     merged_model(model, dtype).save_pretrained(str(tmp), safe_serialization=True)
-    for name in _TOKENIZER_FILES:
-        if (Path(tokenizer_dir) / name).is_file():
-            shutil.copy(Path(tokenizer_dir) / name, tmp / name)
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
-    return out_dir
+    copy_tokenizer_files(tokenizer_dir, tmp)
+    return replace_dir(tmp, out_dir)

@@ -36,7 +36,7 @@ import torch
 
 from .utils import OPTIMIZERS
 
-__all__ = ["quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "new_rows_config",
+__all__ = ["resolve_new_rows", "quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "new_rows_config",
            "embedding_rows", "make_optimizer", "QuantError"]
 
 
@@ -173,6 +173,18 @@ def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = 
 def _tied(model) -> bool:
     out = model.get_output_embeddings()
     return out is None or out.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def resolve_new_rows(new_rows: str, *, n_new: int, vocab_size: int) -> str:
+    """The new-rows mechanism a LoRA run uses: ``new_rows`` as given, except ``auto`` = ``full`` when every row is
+    new (a swapped vocabulary: a per-row mask would cost more than the whole matrices) and ``tokens`` otherwise.
+
+    >>> resolve_new_rows("auto", n_new=8000, vocab_size=8000), resolve_new_rows("auto", n_new=10, vocab_size=8000)
+    ('full', 'tokens')
+    """
+    if new_rows != "auto":
+        return new_rows
+    return "full" if n_new >= vocab_size else "tokens"
 
 
 def new_rows_config(model, new_token_ids: list[int] | None, new_rows: str, *, liger_flce: bool = False) -> dict:

@@ -4,8 +4,9 @@ Three ways to get a ``LlamaForCausalLM`` whose vocabulary is the run's tokenizer
 
 - :func:`model_config` + :func:`build_model`: a preset (``"tiny"``, ``"125m"``, ``"1b"``) or an explicit dict,
   randomly initialised (transformers' own ``_init_weights``, seeded).
-- :func:`load_base_with_tokenizer_swap`: a pretrained base (local folder or hub id, safetensors only, never
-  ``trust_remote_code``) whose embeddings are rebuilt for a new tokenizer. Each new token's input row (and output
+- :func:`swap_tokenizer_embeddings` / :func:`extend_embeddings`: a pretrained base (loaded by
+  :func:`azllm.assemble.load_base`: safetensors only, never ``trust_remote_code``) whose embeddings are rebuilt
+  for a new tokenizer. Each new token's input row (and output
   row, when the embeddings are not tied) is the **mean of the base rows of the pieces the base tokenizer splits the
   token's text into**. Rows of tokens whose text cannot be expressed (SentencePiece byte-fallback pieces with no
   base counterpart) get the mean of all base rows. Special tokens map to the base's own ``bos``/``eos``/``pad`` rows
@@ -45,7 +46,7 @@ import torch
 
 from .utils import LIGER_KERNELS
 
-__all__ = ["PRESETS", "model_config", "build_model", "count_parameters", "load_base_with_tokenizer_swap",
+__all__ = ["PRESETS", "model_config", "build_model", "count_parameters",
            "swap_tokenizer_embeddings", "extend_embeddings", "liger_available", "apply_liger", "LigerError"]
 
 log = logging.getLogger(__name__)
@@ -329,28 +330,6 @@ def extend_embeddings(model, base_tokenizer, extended_tokenizer, *, init: str = 
                          f"({base_tok.vocab_size} ids) on a model of {rows} rows")
     # rows past the base tokenizer (a padded embedding, as in Qwen) are initialised like the new tokens
     return swap_tokenizer_embeddings(model, base_tok, new_tok, init=init, keep_first=base_tok.vocab_size)
-
-
-def load_base_with_tokenizer_swap(base: str | os.PathLike, base_tokenizer, new_tokenizer, *,
-                                  dtype: torch.dtype = torch.float32, init: str = "mean", revision: str | None = None):
-    """Load a pretrained causal LM (folder or hub id) and swap its vocabulary for ``new_tokenizer``.
-
-    ``base_tokenizer`` / ``new_tokenizer``: a :class:`azllm.tokenizer.Tok` or any spec ``load_tokenizer`` takes
-    (folder, hub id, ...). Weights load from safetensors only and ``trust_remote_code`` is never set, so no pickle
-    and no remote code runs. Returns ``(model, counts)``, the counts of :func:`swap_tokenizer_embeddings`.
-
-    >>> m = load_base_with_tokenizer_swap("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B",
-    ...                                   "artifacts/default/tokenizer")  # doctest: +SKIP
-    """
-    from transformers import AutoModelForCausalLM
-
-    try:
-        model = AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype, trust_remote_code=False,
-                                                     use_safetensors=True, revision=revision)
-    except Exception as e:
-        raise ValueError(f"could not load base model {str(base)!r} (safetensors, no remote code): {e}") from e
-    counts = swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, init=init)
-    return model, counts
 
 
 # --------------------------------------------------------------------------------------------------- liger

@@ -158,16 +158,16 @@ def predicted_vs_measured(pred):
 
 
 def adapt_curves(results: list[dict]):
-    """Bits per byte against adaptation steps, Azerbaijani (FLORES dev) and English (held out), one line per way
-    and method (solid: full fine-tuning, dashed: LoRA)."""
+    """Bits per byte against adaptation steps, on each run's Azerbaijani set (``az_set``) and held-out English
+    (``en_set``), one line per way and method (solid: full fine-tuning, dashed: LoRA)."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     colors = {"keep": "tab:blue", "extend": "tab:orange", "swap": "tab:green"}
     for r in results:
-        for ax, name in zip(axes, ("flores", "en")):
+        for ax, name in zip(axes, (r["az_set"], r["en_set"])):
             pts = r["curves"]["eval"][name]
             ax.plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", color=colors.get(r["way"]),
                     linestyle="-" if r["method"] == "full" else "--", label=f"{r['way']} / {r['method']}")
-    axes[0].set(xlabel="adaptation step", ylabel="bits per byte", title="Azerbaijani (FLORES dev): lower is better")
+    axes[0].set(xlabel="adaptation step", ylabel="bits per byte", title=f"Azerbaijani ({results[0]['az_set'] if results else ''}): lower is better")
     axes[1].set(xlabel="adaptation step", ylabel="bits per byte", title="English (held out): what the base loses")
     for a in axes:
         a.grid(alpha=0.3)

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from .config import Config, ParamsError, load_params
+from .recipes import sources as _sources
 from .utils import (LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info,
                     package_versions)
 
@@ -97,8 +98,9 @@ def record_training_benchmark(out_dir, bench: dict, summary, pred, cost, fit) ->
 
 def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
     """Params, their hash, git commit, package versions, seed and machine of a run."""
-    from .run import data_root
+    from .recipes.paths import Paths
 
+    root = Paths(cfg).data_root
     return {
         "run_name": cfg.run_name,
         "params_file": str(params_file) if params_file else None,
@@ -108,7 +110,7 @@ def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
         "git_commit": git_commit(REPO_ROOT),
         "packages": package_versions(),
         "machine": machine_info(),
-        "data_root": str(data_root(cfg)) if data_root(cfg) else None,
+        "data_root": str(root) if root else None,
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -138,7 +140,16 @@ def compact_progress(text: str) -> str:
     return "\n".join(keep) + ("\n" if keep else "")
 
 
-def _render_html(nb_path: Path, html_path: Path, show_code: bool) -> None:
+def _with_banner(body: str, banner: str | None) -> str:
+    """``body`` (an HTML page) with ``banner`` as the first line of its content."""
+    if not banner:
+        return body
+    tag = f'<p style="background:#fff3cd;border:1px solid #d39e00;padding:6px 10px"><b>{html.escape(banner)}</b></p>'
+    i = body.find(">", body.find("<body")) + 1 if "<body" in body else 0
+    return body[:i] + tag + body[i:]
+
+
+def _render_html(nb_path: Path, html_path: Path, show_code: bool, banner: str | None = None) -> None:
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -157,7 +168,7 @@ def _render_html(nb_path: Path, html_path: Path, show_code: bool) -> None:
         cell["outputs"] = [o for o in merged if not (o.get("output_type") == "stream" and not o.get("text"))]
     exporter = HTMLExporter(exclude_input=not show_code, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
-    atomic_write_text(html_path, body)
+    atomic_write_text(html_path, _with_banner(body, banner))
 
 
 def _collect(run_dir: Path) -> dict:
@@ -181,7 +192,25 @@ def _headline(metrics: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict) -> None:
+def _data_source(cfg: Config, params_file: Path, run_dir: Path) -> tuple[Config, Path, dict]:
+    """Local data, the hub or the shipped sample (:func:`azllm.recipes.sources.choose`), decided and said before
+    any notebook runs; with overrides, the notebooks get ``<run_dir>/params.effective.yaml`` (the params file with
+    them laid over it)."""
+    from .config import deep_update
+
+    data = _sources.choose(cfg)
+    for note in data["notes"]:
+        print(f"azllm: {note}", flush=True)
+    if not data["overrides"]:
+        return cfg, params_file, data
+    raw = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
+    effective = run_dir / "params.effective.yaml"
+    atomic_write_text(effective, yaml.safe_dump(deep_update(raw, data["overrides"]), sort_keys=False,
+                                                allow_unicode=True))
+    return load_params(effective), effective, data
+
+
+def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict, banner: str | None = None) -> None:
     e = html.escape
     items = "\n".join(
         f'<li><a href="{e(p["html"])}">{e(p["name"])}</a> — <b class="{p["status"]}">{e(p["status"])}</b>'
@@ -199,7 +228,7 @@ GPU: {e(", ".join(meta['machine'].get('gpus', [])) or 'none')}</p>
 <p><a href="metrics.json">metrics.json</a> (every number, with params, versions and input sha256s) ·
 <a href="params.yaml">params.yaml</a></p>
 <h2>Headline numbers</h2><table>{rows}</table></body></html>"""
-    atomic_write_text(run_dir / "index.html", doc)
+    atomic_write_text(run_dir / "index.html", _with_banner(doc, banner))
 
 
 class _LogEcho:
@@ -239,7 +268,8 @@ def _check_notebooks(names: list[str], nb_dir: Path) -> None:
                               f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
 
 
-def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_code: bool) -> dict:
+def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_code: bool,
+             banner: str | None = None) -> dict:
     """Run one notebook with papermill into ``run_dir`` and render its page (also when a cell failed)."""
     import papermill as pm
 
@@ -258,7 +288,7 @@ def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_cod
         print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
     page["seconds"] = time.time() - t0
     if out_nb.is_file():
-        _render_html(out_nb, run_dir / page["html"], show_code)
+        _render_html(out_nb, run_dir / page["html"], show_code, banner)
     return page
 
 
@@ -279,7 +309,9 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
     run_dir.mkdir(parents=True, exist_ok=True)
     for old in (run_dir / "parts").glob("*.json"):
         old.unlink()
-    meta = run_metadata(cfg, params_file)
+    cfg, params_file, data = _data_source(cfg, params_file, run_dir)
+    banner = _sources.banner(data)
+    meta = {**run_metadata(cfg, params_file), "data": data}
     atomic_write_text(run_dir / "params.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True))
     print(f"azllm: run {cfg.run_name!r} (params hash {meta['params_hash']})", flush=True)
     print(f"azllm: data root: {meta['data_root'] or 'none: hub sources from the params are used'} "
@@ -292,7 +324,7 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
     try:
         with _LogEcho(log):
             for name in names:
-                pages.append(_execute(name, nb_dir, run_dir, params_file, show))
+                pages.append(_execute(name, nb_dir, run_dir, params_file, show, banner))
                 if pages[-1]["status"] != "ok":
                     break
     finally:
@@ -302,7 +334,7 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
                "error": "not run: an earlier notebook failed"} for n in names[len(pages):]]
     collected = _collect(run_dir)
     atomic_write_json(run_dir / "metrics.json", {"run": meta, "notebooks": pages, **collected})
-    _write_index(run_dir, meta, pages, collected)
+    _write_index(run_dir, meta, pages, collected, banner)
     print(f"azllm: report {'written' if ok else 'FAILED (partial report written)'}: {run_dir / 'index.html'}",
           flush=True)
     return run_dir, ok

@@ -1,7 +1,8 @@
 """The training entry under Amazon SageMaker: what the job's environment means for a run.
 
 SageMaker starts ``python -m azllm train params.yaml`` (through torchrun for several GPUs or nodes) with its
-``SM_*`` variables. :func:`job_paths` reads them, :func:`apply` lays them over the run's config and
+``SM_*`` variables. :func:`job_paths` reads them, :func:`azllm.recipes.train.job_config` lays them over the run's
+config and
 :func:`publish` puts the results where SageMaker collects them:
 
 - ``SM_CHANNEL_DATA``: the ``data`` input channel, a folder laid out like a data root (``data/az/train/...``);
@@ -24,9 +25,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .config import Config
+from .export import copy_tokenizer_files
 
-__all__ = ["job_paths", "apply", "publish", "DEFAULT_CHECKPOINTS"]
+__all__ = ["job_paths", "publish", "DEFAULT_CHECKPOINTS"]
 
 DEFAULT_CHECKPOINTS = "/opt/ml/checkpoints"
 
@@ -42,18 +43,6 @@ def job_paths(env: dict | None = None) -> dict | None:
             "num_gpus": int(env.get("SM_NUM_GPUS", "0") or 0), "hosts": json.loads(env.get("SM_HOSTS", "[]"))}
 
 
-def apply(cfg: Config, sm: dict) -> Config:
-    """The run's config with the job's input channels (data root, token files) laid over it."""
-    from .config import deep_update
-
-    changes: dict = {}
-    if sm.get("data"):
-        changes["data"] = {"root": sm["data"]}
-    if sm.get("tokens"):
-        changes["tokens"] = {"dir": sm["tokens"]}
-    return Config.model_validate(deep_update(cfg.to_dict(), changes)) if changes else cfg
-
-
 def publish(result: dict, tokenizer_dir: str | None, sm: dict) -> Path:
     """Copy the final model (and the tokenizer) to ``SM_MODEL_DIR`` and ``results.json`` to
     ``SM_OUTPUT_DATA_DIR``; returns the model folder. Only the process of rank 0 should call it."""
@@ -62,9 +51,7 @@ def publish(result: dict, tokenizer_dir: str | None, sm: dict) -> Path:
     for f in Path(result["final_dir"]).iterdir():
         if f.is_file():
             shutil.copy(f, model_dir / f.name)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "sp.model", "tokenizer.model"):
-        if tokenizer_dir and (Path(tokenizer_dir) / name).is_file():
-            shutil.copy(Path(tokenizer_dir) / name, model_dir / name)
+    copy_tokenizer_files(tokenizer_dir, model_dir)
     if sm.get("output_dir"):
         out = Path(sm["output_dir"])
         out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ anew. Figures of the same results are in :mod:`azllm.plots`.
 - token files: :func:`split_summary`, :func:`split_rows`;
 - the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
 - the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`,
-  :func:`job_cost_table`, :func:`fit_table`.
+  :func:`job_cost_table`, :func:`fit_table`; the GPU run's closing-note lines: :func:`gpu_markdown_table`,
+  :func:`gpu_job_cost_lines`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from . import memory as mem
 from .bench.encoder import VARIANT_LABELS
 
 __all__ = ["corpus_table", "mix_table", "adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
-           "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records"]
+           "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records",
+           "gpu_markdown_table", "gpu_job_cost_lines"]
 
 MB = 2**20
 
@@ -93,7 +95,7 @@ def best_summary(rows: list[dict], best: dict, eval_sets, vocab_size: int) -> di
 # --------------------------------------------------------------------------------------------------- training
 
 def data_summary(data: dict, train_bytes_per_token: float) -> dict:
-    """The run's tokenizer and token files (:func:`azllm.run.prepare_data`) in one row."""
+    """The run's tokenizer and token files (:func:`azllm.recipes.tokens.prepare_data`) in one row."""
     enc = data["encode"]
     return {"tokenizer_vocab": data["tokenizer"].vocab_size, "train_tokens": enc["train_tokens"],
             "val_tokens": enc["val_tokens"], "train_bytes_per_token": round(train_bytes_per_token, 3),
@@ -137,15 +139,16 @@ def compare_rows(runs: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------------------------------------ adaptation
 
 def adapt_rows(results: list[dict], fertility: dict[str, float]) -> list[dict]:
-    """One row per adaptation run (:func:`azllm.adapt.adapt_run`): tokens per word of its tokenizer on FLORES,
-    Azerbaijani and English bits per byte before the first step and after the last, tokens/s and wall time."""
+    """One row per adaptation run (:func:`azllm.recipes.adapt.adapt_run`): tokens per word of its tokenizer on the
+    run's Azerbaijani set (``az_set``, whatever its name), Azerbaijani and English (``en_set``) bits per byte before
+    the first step and after the last, tokens/s and wall time."""
     rows = []
     for r in results:
-        ev = r["curves"]["eval"]
+        ev, az, en = r["curves"]["eval"], r["az_set"], r["en_set"]
         rows.append({"way": r["way"], "method": r["method"], "vocab": r["vocab_size"],
-                     "tokens/word": fertility[r["way"]], "az bpb before": ev["flores"][0]["bpb"],
-                     "az bpb after": r["final"]["flores"]["bpb"], "en bpb before": ev["en"][0]["bpb"],
-                     "en bpb after": r["final"]["en"]["bpb"], "tokens/s": r["throughput"]["tokens_per_s"],
+                     "tokens/word": fertility[r["way"]], "az bpb before": ev[az][0]["bpb"],
+                     "az bpb after": r["final"][az]["bpb"], "en bpb before": ev[en][0]["bpb"],
+                     "en bpb after": r["final"][en]["bpb"], "tokens/s": r["throughput"]["tokens_per_s"],
                      "wall s": r["seconds"], "trainable": r["parameters"]["trainable"], "new rows": r["new_rows"]})
     return rows
 
@@ -346,3 +349,35 @@ def fit_table(models: dict, variants: list, *, budgets_gb: list[float], seq_lens
         frames.append(pd.DataFrame(rows))
     df = pd.concat(frames, ignore_index=True)
     return df[["model", "params (M)"] + [c for c in df.columns if c not in ("model", "params (M)")]]
+
+
+def gpu_markdown_table(metrics: dict) -> str:
+    """The measured table of the run (from its metrics.json) as Markdown, for a closing note."""
+    rows = metrics["metrics"]["benchmark"]["variants"]
+    pred = {r["variant"]: r for r in metrics["metrics"]["benchmark"]["predicted_vs_measured"]}
+
+    def f(x, fmt="{:.0f}"):
+        return "–" if x is None else fmt.format(x)
+
+    out = ["| variant | status | tokens/s (min–max) | speed × | step ms | peak MiB (min–max) | memory × | "
+           "predicted MiB | loss first → last |", "|" + "---|" * 9]
+    for r in rows:
+        p = pred.get(r["variant"], {})
+        out.append(
+            f"| {r['variant']} | {r['status'] if r['status'] == 'ok' else r['status'] + ': ' + (r['note'] or '')[:80]} "
+            f"| {f(r['tokens/s'])} ({f(r['tokens/s min'])}–{f(r['tokens/s max'])}) | {f(r.get('speed ×'), '{:.2f}')} "
+            f"| {f(r['step ms'])} | {f(r['peak MB'])} ({f(r['peak MB min'])}–{f(r['peak MB max'])}) "
+            f"| {f(r.get('memory ×'), '{:.2f}')} | {f(p.get('predicted MB'))} "
+            f"| {f(r['loss first'], '{:.3f}')} → {f(r['loss last'], '{:.3f}')} |")
+    return "\n".join(out)
+
+
+def gpu_job_cost_lines(metrics: dict) -> str:
+    """The whole-job estimate of the run (``benchmark.job``), one line per variant, for a closing note."""
+    b = metrics["metrics"]["benchmark"]
+    job = b.get("job") or {}
+    out = [f"job: {job.get('tokens', 0):.3g} tokens on {job.get('instances')} x {job.get('instance')}"]
+    for r in b.get("job_cost") or []:
+        out.append(f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on-demand $']:,.0f}  "
+                   f"spot ${r['spot $']:,.0f}  checkpoints ${r['storage $']:.2f}  ({r['tokens/s source']})")
+    return "\n".join(out)

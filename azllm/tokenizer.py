@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .utils import json_hash
+from .utils import json_hash, replace_dir
 
-__all__ = ["Tok", "TokenizerError", "VocabTooLargeError", "VocabTooSmallError", "train_tokenizer", "load_tokenizer",
+__all__ = ["load_baseline", "Tok", "TokenizerError", "VocabTooLargeError", "VocabTooSmallError", "train_tokenizer", "load_tokenizer",
            "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
 
 TIKTOKEN_NAMES = {"gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"}
@@ -252,6 +252,30 @@ def load_tokenizer(spec: str | os.PathLike, name: str | None = None, *,
     return _from_hub(s, name)
 
 
+def load_baseline(name: str, *, local: str | os.PathLike | None, path: str | None = None, hub: str | None = None,
+                  tiktoken: str | None = None, data_root: str | os.PathLike | None = None) -> Tok:
+    """A baseline tokenizer: the ``local`` file or folder when there is one, else the ``hub`` id; a ``tiktoken``
+    encoding name reads tiktoken's cache from ``local`` (a folder of cached files; None: tiktoken's own cache).
+    ``path`` and ``data_root`` only word the error when neither is there.
+
+    >>> load_baseline("gpt4o", local=None, tiktoken="o200k_base").kind  # doctest: +SKIP
+    'tiktoken'
+    """
+    if tiktoken:
+        spec, cache = f"tiktoken:{tiktoken}", local
+    elif local is not None or hub:
+        spec, cache = str(local) if local is not None else hub, None
+    else:
+        raise TokenizerError(f"baseline tokenizer {name!r} not found: path {path!r} does not exist under "
+                             f"data root {data_root} and no hub id is given")
+    try:
+        return load_tokenizer(spec, name=name, tiktoken_cache=cache)
+    except TokenizerError:
+        raise
+    except Exception as e:
+        raise TokenizerError(f"baseline {name!r} ({spec}) could not be loaded: {type(e).__name__}: {e}") from e
+
+
 def _from_folder(p: Path, name: str) -> Tok:
     if (p / "sp.model").is_file():  # our own export: the SentencePiece engine is ~6x faster than HF's
         tok = _from_sentencepiece(p / "sp.model", name)
@@ -285,7 +309,7 @@ _TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set
 _TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
 
 
-def _write_corpus(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
+def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
     from .morph import presplit
 
     h = hashlib.sha256()
@@ -330,7 +354,7 @@ def train_tokenizer(
     ``tokenizer_config.json``, ``special_tokens_map.json`` (Hugging Face) and ``azllm_tokenizer.json`` (options,
     corpus sha256, line count). Raises :class:`VocabTooLargeError` when the corpus cannot fill ``vocab_size``.
     The keyword defaults are SentencePiece-level choices for Azerbaijani; a run takes its values from
-    :class:`azllm.config.TokenizerConfig` (through :func:`azllm.run.tokenizer_options`).
+    :class:`azllm.config.TokenizerConfig` (through :func:`azllm.recipes.tokenizers.tokenizer_options`).
 
     Steps: write the corpus (hashing it) -> reuse an identical earlier model -> train -> export -> rename.
 
@@ -349,7 +373,7 @@ def train_tokenizer(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        corpus_sha, n_lines = _write_corpus(texts, tmp / "corpus.txt", affix_presplit)
+        corpus_sha, n_lines = _write_training_text(texts, tmp / "corpus.txt", affix_presplit)
         key = json_hash({"opts": opts, "corpus": corpus_sha}, n=None)
         if not force and _same_model_exists(out_dir, key):
             return out_dir
@@ -360,7 +384,7 @@ def train_tokenizer(
             {"key": key, "options": opts, "corpus_sha256": corpus_sha, "corpus_lines": n_lines,
              "sentencepiece_model_sha256": hashlib.sha256((tmp / "sp.model").read_bytes()).hexdigest()},
             indent=2))
-        _replace_dir(tmp, out_dir)
+        replace_dir(tmp, out_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -431,17 +455,6 @@ def _strip_paths(model_path: Path) -> None:
     vocab = model_path.with_suffix(".vocab")
     if vocab.exists():
         vocab.write_text("".join(f"{p.piece}\t{p.score:g}\n" for p in proto.pieces), encoding="utf-8")
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Move folder ``src`` to ``dst`` with renames only, so that ``dst`` is never half-written."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:

@@ -2,8 +2,8 @@
 
 One call, :func:`run_training`, turns a model + a tokenizer + token files + plain training arguments into a
 trained model and a plain dict of results (loss and bits-per-byte curves, tokens/s, peak memory, final val
-loss/bpb, checkpoint and final folders). The run layer (:func:`azllm.run.train`) builds the model from the params
-and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
+loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.train.train_model`) builds the
+:class:`TrainSpec` and the model (:func:`azllm.assemble.assemble_model`) from the params and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
 (``torchrun --nproc-per-node 2 -m azllm train params.yaml``). Decisions:
 
 - **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
@@ -26,7 +26,7 @@ and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpe
   (atomically, after everything else): resume picks the newest *complete* checkpoint and ignores a half-written one.
 - **Resume**: with ``resume`` a run whose output folder holds a complete checkpoint continues from it: weights,
   optimizer, scheduler, RNG states and the data position (the Trainer replays the seeded sampler and skips the
-  batches already seen), so the loss curve is the one of an uninterrupted run (tested). The run layer names the
+  batches already seen), so the loss curve is the one of an uninterrupted run (tested). The train recipe names the
   output folder by a hash of everything that shapes the run (the ``key``), so a changed run never resumes from
   another's checkpoint, and :func:`finished_result` returns a finished run as is.
 - **Non-finite loss**: a forward hook folds every training loss's ``isfinite`` into an on-device flag, read at
@@ -64,22 +64,21 @@ import os
 import shutil
 import time
 import warnings
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from .assemble import METHODS  # noqa: F401  (one list of training methods)
 from .callbacks import (NonFiniteLossError, ProgressBarCallback, RowsFirstCallback, SafetyCallback,  # noqa: F401
                         StopOnSignalCallback, ThroughputCallback, latest_checkpoint)
-from .utils import atomic_write_json
+from .utils import atomic_write_json, json_hash, replace_dir
 
-__all__ = ["run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
+__all__ = ["TrainSpec", "run_key", "run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
            "RowsFirstCallback", "StopOnSignalCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
            "load_trained", "generate", "precision_flags", "keep_freed_memory", "METHODS"]
-
-METHODS = ("full", "lora", "qlora")
-
 
 # ----------------------------------------------------------------------------------------------------- data
 
@@ -179,62 +178,92 @@ def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
     return None
 
 
-def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: str | os.PathLike, key: str,
-                 block_size: int, batch_size: int, grad_accum: int, max_steps: int, lr: float, min_lr_ratio: float,
-                 warmup_steps: int, weight_decay: float, betas, grad_clip: float, optimizer: str, precision: str,
-                 gradient_checkpointing: bool, eval_steps: int, eval_max_tokens: int | None, eval_batch_size: int,
-                 logging_steps: int, save_steps: int, save_total_limit: int, resume: bool, untimed_steps: int,
-                 seed: int, eval_on_start: bool = False, rows_only_steps: int = 0, report_to: tuple = (),
-                 info: dict | None = None, fsdp: bool = False, fsdp_config: dict | None = None,
-                 callbacks: list | tuple = (), progress: bool = True) -> dict:
-    """Train ``model`` with the HF Trainer on a token file and return a plain dict of results.
+@dataclass(frozen=True)
+class TrainSpec:
+    """The training loop's arguments in plain values, named as in :class:`azllm.config.TrainConfig` (built from the
+    params in one place, :func:`azllm.recipes.train.train_spec`). Fields whose metadata says ``keyed: False`` do not
+    change what a run computes (how it is tracked, resumed or shown), so :func:`run_key` leaves them out; every
+    other field, including one added later, is part of the key."""
+
+    max_steps: int = 400
+    lr: float = 3e-3
+    block_size: int = 128
+    batch_size: int = 8
+    grad_accum: int = 1
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    grad_clip: float = 1.0
+    optimizer: str = "adamw"
+    precision: str = "auto"
+    gradient_checkpointing: bool = False
+    eval_steps: int = 100
+    eval_max_tokens: int | None = 16384
+    eval_batch_size: int = 16
+    logging_steps: int = 10
+    save_steps: int = 200
+    save_total_limit: int = 2
+    untimed_steps: int = 5
+    seed: int = 1234
+    eval_on_start: bool = False
+    rows_only_steps: int = 0
+    fsdp: bool = False
+    fsdp_config: dict = field(default_factory=dict)
+    resume: bool = field(default=True, metadata={"keyed": False})
+    report_to: tuple = field(default=("tensorboard",), metadata={"keyed": False})
+
+    def keyed(self) -> dict:
+        """The fields that shape the run (see the class docstring); FSDP's only when it is on (its checkpoints are
+        sharded differently: a run of its own)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("keyed", True)}
+        if not self.fsdp:
+            out.pop("fsdp"), out.pop("fsdp_config")
+        return out
+
+
+def run_key(*, model: dict, train: TrainSpec, tokenizer: str, data: dict, **extra) -> str:
+    """Everything that shapes a training run, hashed (12 hex digits): the model's spec
+    (:class:`azllm.assemble.ModelSpec` as a dict), the training loop's :meth:`TrainSpec.keyed` fields, the
+    tokenizer's fingerprint, the token files' keys (``data``) and anything else the caller names (``extra``).
+    It names the run's output folder and is written to its ``results.json`` (:func:`finished_result`).
+
+    >>> run_key(model={"preset": "tiny"}, train=TrainSpec(), tokenizer="f", data={}) == run_key(
+    ...     model={"preset": "tiny"}, train=TrainSpec(resume=False, report_to=()), tokenizer="f", data={})
+    True
+    """
+    return json_hash({"model": model, "train": train.keyed(), "tokenizer": tokenizer, "data": data, **extra}, n=12)
+
+
+def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: dict, output_dir: str | os.PathLike,
+                 key: str, info: dict | None = None, callbacks: list | tuple = (), progress: bool = True) -> dict:
+    """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
 
     ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
-    and dev sets); ``key``: what identifies the run (written to ``results.json``, see :func:`finished_result`);
-    ``info``: what the caller knows about the model (Liger report, parameters, source), copied to the results.
-    ``eval_on_start``: evaluate before the first step too (the curves then start at step 0, the model as given).
-    ``report_to``: the Trainer's experiment trackers (``tensorboard`` writes to ``output_dir/runs/``).
-    ``rows_only_steps``: a two-stage schedule for adapters: the first steps update only the trainable token rows
-    (:class:`RowsFirstCallback`), then LoRA's matrices join.
-    ``fsdp`` / ``fsdp_config``: FSDP through the Trainer (``fsdp_config`` keys as in transformers' ``fsdp_config``,
-    over ``{"version": 2}``); a launch that accelerate runs as plain data parallel anyway (CPU) is warned about.
-    The Trainer's own arguments are named as in :class:`azllm.config.TrainConfig`.
+    and dev sets); ``key``: what identifies the run (:func:`run_key`; written to ``results.json``, see
+    :func:`finished_result`); ``info``: what the caller knows about the model (Liger report, parameters, source),
+    copied to the results. Of ``spec``: ``eval_on_start`` evaluates before the first step too (the curves then
+    start at step 0, the model as given); ``report_to`` names the Trainer's experiment trackers (``tensorboard``
+    writes to ``output_dir/runs/``); ``rows_only_steps`` is a two-stage schedule for adapters: the first steps
+    update only the trainable token rows (:class:`RowsFirstCallback`), then LoRA's matrices join; ``fsdp`` /
+    ``fsdp_config`` shard through the Trainer (``fsdp_config`` keys as in transformers', over ``{"version": 2}``);
+    a launch that accelerate runs as plain data parallel anyway (CPU) is warned about.
 
     Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
-    -> final evaluation -> final model folder -> ``results.json``. Long because of its signature: every training
-    argument is named (a third of its lines); the body is the steps above, each a call.
+    -> final evaluation -> final model folder -> ``results.json``.
 
     Returns ``{"method", "output_dir", "final_dir", "checkpoint", "curves": {"train": [...], "eval": {set: [...]}},
     "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "steps", "seconds", "resumed_from",
     "eval_sets": {...}, **info}`` plus ``model`` and ``trainer`` (not in the JSON).
     """
-    from transformers import Trainer
-
-    from .tokens import TokenFile, TokenWindowDataset
-
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    eval_info = {name: make_eval_set(path, tokenizer, block_size, eval_max_tokens) for name, path in eval_files.items()}
+    eval_info = {name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens)
+                 for name, path in eval_files.items()}
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    throughput = ThroughputCallback(batch_size * grad_accum * block_size * world, untimed_steps)
-    safety = SafetyCallback(model, eval_info, out, grad_accum)
-    stop = StopOnSignalCallback()
-    args = _training_arguments(out, world=world, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
-                               lr=lr, min_lr_ratio=min_lr_ratio, warmup_steps=warmup_steps,
-                               weight_decay=weight_decay, grad_clip=grad_clip, precision=precision,
-                               gradient_checkpointing=gradient_checkpointing, eval_steps=eval_steps,
-                               eval_batch_size=eval_batch_size, logging_steps=logging_steps, save_steps=save_steps,
-                               save_total_limit=save_total_limit, seed=seed, eval_on_start=eval_on_start,
-                               report_to=report_to, fsdp=fsdp, fsdp_config=fsdp_config)
-    trainer = Trainer(model=model, args=args,
-                      train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), block_size),
-                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
-                      callbacks=[safety, throughput, stop, *callbacks,
-                                 *([RowsFirstCallback(rows_only_steps)] if rows_only_steps else [])])
-    _adjust(trainer, model, optimizer, dict(lr=lr, weight_decay=weight_decay, betas=tuple(betas)), fsdp=fsdp)
-    if progress:
-        trainer.add_callback(ProgressBarCallback())
-    ck = latest_checkpoint(out) if resume else None
+    trainer, (safety, throughput, stop) = _trainer(model, spec, tokenizer, train_file, eval_info, out, world,
+                                                   callbacks, progress)
+    ck = latest_checkpoint(out) if spec.resume else None
     malloc = keep_freed_memory() if not torch.cuda.is_available() else False
     t0 = time.perf_counter()
     try:
@@ -254,7 +283,7 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
         "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
         "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
         "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
-        "world_size": world, "precision": precision_flags(precision), "lr": lr, "max_steps": max_steps,
+        "world_size": world, "precision": precision_flags(spec.precision), "lr": spec.lr, "max_steps": spec.max_steps,
         "fsdp": bool(trainer.is_fsdp_enabled), "freed_memory_kept": malloc, "cached": False, **(info or {}),
     }
     if trainer.is_world_process_zero():
@@ -262,33 +291,52 @@ def run_training(model, *, tokenizer, train_file, eval_files: dict, output_dir: 
     return {**result, "model": model, "trainer": trainer}
 
 
-def _training_arguments(out: Path, *, world: int, max_steps: int, batch_size: int, grad_accum: int, lr: float,
-                        min_lr_ratio: float, warmup_steps: int, weight_decay: float, grad_clip: float,
-                        precision: str, gradient_checkpointing: bool, eval_steps: int, eval_batch_size: int,
-                        logging_steps: int, save_steps: int, save_total_limit: int, seed: int,
-                        eval_on_start: bool = False, report_to: tuple = (), fsdp: bool = False,
-                        fsdp_config: dict | None = None):
+def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out: Path, world: int, callbacks,
+             progress: bool):
+    """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
+    progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
+    from transformers import Trainer
+
+    from .tokens import TokenFile, TokenWindowDataset
+
+    throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.block_size * world, spec.untimed_steps)
+    safety = SafetyCallback(model, eval_info, out, spec.grad_accum)
+    stop = StopOnSignalCallback()
+    rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
+    trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world),
+                      train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
+                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
+                      callbacks=[safety, throughput, stop, *callbacks, *rows_first])
+    _adjust(trainer, model, spec.optimizer, dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
+            fsdp=spec.fsdp)
+    if progress:
+        trainer.add_callback(ProgressBarCallback())
+    return trainer, (safety, throughput, stop)
+
+
+def _training_arguments(out: Path, spec: TrainSpec, *, world: int):
     """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
     the seed for the model's sampler too, gloo for CPU DDP (no search for unused parameters), FSDP on request, and
     on CUDA a non-blocking copy of each batch from pinned memory (a blocking one would sync every step)."""
     from transformers import TrainingArguments
 
     cuda = torch.cuda.is_available()
+    s = spec
     return TrainingArguments(
-        output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=batch_size,
-        per_device_eval_batch_size=eval_batch_size, gradient_accumulation_steps=grad_accum,
-        learning_rate=lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(min_lr_ratio)}, warmup_steps=warmup_steps,
-        weight_decay=weight_decay, max_grad_norm=grad_clip, logging_steps=logging_steps,
-        eval_strategy="steps", eval_steps=eval_steps, save_strategy="steps", save_steps=save_steps,
-        save_total_limit=save_total_limit, activation_checkpointing=gradient_checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=list(report_to), seed=seed,
-        data_seed=seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=eval_on_start,
+        output_dir=str(out), max_steps=s.max_steps, per_device_train_batch_size=s.batch_size,
+        per_device_eval_batch_size=s.eval_batch_size, gradient_accumulation_steps=s.grad_accum,
+        learning_rate=s.lr, lr_scheduler_type="cosine_with_min_lr",
+        lr_scheduler_kwargs={"min_lr_rate": float(s.min_lr_ratio)}, warmup_steps=s.warmup_steps,
+        weight_decay=s.weight_decay, max_grad_norm=s.grad_clip, logging_steps=s.logging_steps,
+        eval_strategy="steps", eval_steps=s.eval_steps, save_strategy="steps", save_steps=s.save_steps,
+        save_total_limit=s.save_total_limit, activation_checkpointing=s.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=list(s.report_to), seed=s.seed,
+        data_seed=s.seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=s.eval_on_start,
         remove_unused_columns=False, disable_tqdm=True, use_cpu=not cuda,
         ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
         prediction_loss_only=True, dataloader_pin_memory=cuda, accelerator_config={"non_blocking": cuda},
-        fsdp=bool(fsdp), fsdp_config={"version": 2, **(fsdp_config or {})} if fsdp else None,
-        **precision_flags(precision))
+        fsdp=bool(s.fsdp), fsdp_config={"version": 2, **(s.fsdp_config or {})} if s.fsdp else None,
+        **precision_flags(s.precision))
 
 
 def _adjust(trainer, model, optimizer: str, opt_kwargs: dict, *, fsdp: bool) -> None:
@@ -343,9 +391,7 @@ def _save_final(trainer, out: Path, meta: dict) -> Path:
     trainer.save_model(str(tmp))
     if trainer.is_world_process_zero():
         atomic_write_json(tmp / "azllm_model.json", meta)
-        if final_dir.exists():
-            shutil.rmtree(final_dir)
-        os.replace(tmp, final_dir)
+        replace_dir(tmp, final_dir)
     return final_dir
 
 

@@ -39,6 +39,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
+from .utils import replace_dir
+
 __all__ = ["extend_tokenizer", "changed_token_share", "base_ids_kept", "VocabError"]
 
 _TRAIN_FACTOR = 3  # train 3 x n_new merges first (most early merges already exist in the base), more if needed
@@ -73,9 +75,7 @@ def extend_tokenizer(base: str | os.PathLike, corpus: Iterable[str], n_new: int,
                 shutil.copy(src.parent / extra, tmp / extra)
         (tmp / "azllm_vocab.json").write_text(json.dumps({"base": str(src), "n_new_requested": int(n_new), **info},
                                                          ensure_ascii=False, indent=1))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        replace_dir(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out_dir

@@ -31,14 +31,17 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import plots, report, run, tables
+from azllm import plots, recipes, report, tables
+from azllm.recipes import corpus, tokenizers
+from azllm.recipes.paths import Paths
 from azllm.corpus import contents
 from azllm.data import iter_documents
 
-cfg = run.setup(params_file)
-raw = run.resolve(cfg, cfg.data.train)
+cfg = recipes.setup(params_file)
+paths = Paths(cfg)
+raw = corpus.resolve(cfg, cfg.data.train)
 report.record_inputs(out_dir, "train", raw)
-print("data root:", run.data_root(cfg) or "none (hub sources)", "| input:", raw.describe())
+print("data root:", paths.data_root or "none (hub sources)", "| input:", raw.describe())
 
 # %% [markdown]
 # ## Running the stage
@@ -46,8 +49,8 @@ print("data root:", run.data_root(cfg) or "none (hub sources)", "| input:", raw.
 # resumes its unfinished tasks; its folder has no manifest until the end, so it is never taken as finished.
 
 # %%
-manifest = run.corpus(cfg)
-folder = run.artifacts_dir(cfg) / "corpus" / manifest["key"]
+manifest = corpus.run_corpus(cfg)
+folder = paths.corpus(manifest["key"])
 perf = manifest["performance"]
 report.record(out_dir, "corpus", {k: manifest[k] for k in ("key", "inputs", "settings", "counts", "performance")})
 report.record_artifact(out_dir, "corpus", folder)
@@ -98,7 +101,7 @@ display(langs.to_frame().T)
 # shorter evaluation line whole. The same check runs on any held-out set: `azllm.corpus.find_contamination`.
 
 # %%
-evals, parallel, _ = run.eval_sets(cfg)
+evals, parallel, _ = corpus.eval_sets(cfg)
 hits = contents.contamination_hits(folder, {**evals, **{f"{k}.az": v[0] for k, v in parallel.items()}})
 n_hits = manifest["counts"]["by_source"]["total"].get("decontamination_docs", 0)
 report.record(out_dir, "corpus", {"decontamination_hits": n_hits, "decontamination_n": cfg.corpus.decontamination_n})
@@ -110,7 +113,7 @@ display(pd.DataFrame(hits, columns=["source", "training text", "eval set", "eval
 # Share of each source before and after `corpus.mix` (rate: copies per document; below 1 subsampled).
 
 # %%
-mix_path, mix = run.corpus_mix(cfg, manifest)
+mix_path, mix = corpus.corpus_mix(cfg, manifest)
 mix_tab = tables.mix_table(manifest, mix)
 report.record(out_dir, "corpus", {"mix": tables.records(mix_tab.reset_index(names="source"))})
 display(mix_tab)
@@ -121,7 +124,7 @@ display(mix_tab)
 # and the mix.
 
 # %%
-count_tok = next(iter(run.baselines(cfg, [cfg.corpus.count_with]).values())) if cfg.corpus.count_with else None
+count_tok = next(iter(tokenizers.baselines(cfg, [cfg.corpus.count_with]).values())) if cfg.corpus.count_with else None
 sizes = {"input": contents.size_counts(iter_documents(raw), count_tok),
          "cleaned": contents.size_counts((r["text"] for r in contents.read_jsonl(folder / "clean")), count_tok),
          "mix": contents.size_counts((r["text"] for r in contents.read_jsonl(mix_path)), count_tok)}

@@ -33,12 +33,14 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import data, metrics, plots, report, run, study, tables
+from azllm import data, metrics, plots, recipes, report, tables
+from azllm.recipes import corpus, tokenizers
+from azllm.recipes.paths import Paths
 from azllm.tokenizer import load_tokenizer
 
-cfg = run.setup(params_file)
-train_src = run.training_source(cfg)
-print("data root:", run.data_root(cfg) or "none (hub sources)", "| training corpus:", train_src.describe())
+cfg = recipes.setup(params_file)
+train_src = tokenizers.training_source(cfg)
+print("data root:", Paths(cfg).data_root or "none (hub sources)", "| training corpus:", train_src.describe())
 report.record_inputs(out_dir, "train", train_src)
 
 # %% [markdown]
@@ -47,7 +49,7 @@ report.record_inputs(out_dir, "train", train_src)
 
 # %%
 docs = list(data.iter_documents(train_src))
-evals, parallel, resolved = run.eval_sets(cfg)
+evals, parallel, resolved = corpus.eval_sets(cfg)
 for name, r in resolved.items():
     report.record_inputs(out_dir, name, r)
 corpus = {"documents": len(docs), "words": sum(len(d.split()) for d in docs),
@@ -61,10 +63,10 @@ display(pd.DataFrame([corpus], index=["training corpus"]), pd.DataFrame(sets).T)
 # Every combination of `tokenizer.sweep` in the params; unchanged variants are reused from the artifacts folder.
 
 # %%
-trained_paths, skipped = run.train_tokenizers(cfg, docs)
-main_tok = run.main_tokenizer(cfg, docs=docs)
+trained_paths, skipped = tokenizers.train_tokenizers(cfg, docs)
+main_tok = tokenizers.main_tokenizer(cfg, docs=docs)
 trained = {name: load_tokenizer(path, name=name) for name, path in trained_paths.items()}
-baselines = run.baselines(cfg)
+baselines = tokenizers.baselines(cfg)
 report.record(out_dir, "tokenizers", {"skipped": skipped})
 report.record_artifact(out_dir, "tokenizer", main_tok.path)
 for name, path in trained_paths.items():
@@ -110,7 +112,7 @@ print(f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval
 # Superwords (pieces across spaces) are shown apart: their tokens are no longer parts of one word.
 
 # %%
-recipe = study.recipe_table(cfg, evals)
+recipe = tokenizers.recipe_table(cfg, evals)
 report.record(out_dir, "tokenizers", {"recipe": recipe})
 display(pd.DataFrame(recipe).set_index("step").style.format(precision=3))
 
@@ -144,7 +146,7 @@ with pd.option_context("display.max_colwidth", None):
 # first predicted cut is the stem boundary (hunspell stems are often derived words, so early cuts are expected).
 
 # %%
-lex = study.lexicon_check(cfg)
+lex = tokenizers.lexicon_check(cfg)
 report.record(out_dir, "tokenizers", {"lexicon": lex})
 keys = ("n", "recall", "precision")
 display(pd.DataFrame({s: {k: lex[s][k] for k in keys} for s in ("unimorph", "hunspell", "overall")}).T)

@@ -28,22 +28,24 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import display
 
-from azllm import plots, report, run, tables, tokens
+from azllm import plots, recipes, report, tables, tokens
+from azllm.recipes import corpus, tokenizers
+from azllm.recipes import tokens as token_recipe
 
-cfg = run.setup(params_file)
-resolved = run.resolve(cfg, cfg.data.train)
+cfg = recipes.setup(params_file)
+resolved = corpus.resolve(cfg, cfg.data.train)
 report.record_inputs(out_dir, "tokens_train", resolved)
 print(resolved.describe())
 
 # %% [markdown]
 # ## The tokenizer
 #
-# The run's main tokenizer (`azllm.run.main_tokenizer`: the same folder the tokenizer report trains, so it is
+# The run's main tokenizer (`azllm.recipes.tokenizers.main_tokenizer`: the same folder the tokenizer report trains, so it is
 # trained once per run). Its fingerprint goes into every token file, so that a file can never be read with another
 # tokenizer.
 
 # %%
-tok = run.main_tokenizer(cfg)
+tok = tokenizers.main_tokenizer(cfg)
 report.record_artifact(out_dir, "main_tokenizer", tok.path)
 tok_info = {"name": tok.name, "kind": tok.kind, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id,
             "fingerprint": tok.fingerprint[:16], "dtype": tokens.token_dtype(tok.vocab_size).name}
@@ -72,7 +74,7 @@ pd.DataFrame(stats).set_index("source").style.format(
 # and options is skipped (`skipped` below), checked by fingerprint.
 
 # %%
-enc = run.token_files(cfg, tok)
+enc = token_recipe.token_files(cfg, tok)
 report.record_artifact(out_dir, "tokens_train_bin", enc["train"])
 report.record_artifact(out_dir, "tokens_val_bin", enc["val"])
 report.record(out_dir, "tokens_split", tables.split_summary(enc))
@@ -104,7 +106,7 @@ print(repr(tok.decode(x[0].tolist())))
 # average before and after the runs is recorded), CPU time much less.
 
 # %%
-bench = run.encoder_benchmark(cfg, tok, out_json=f"{out_dir}/tokens_benchmark.json")
+bench = token_recipe.encoder_benchmark(cfg, tok, out_json=f"{out_dir}/tokens_benchmark.json")
 report.record(out_dir, "tokens_benchmark", {**bench["variants"], **{k: bench[k] for k in (
     "ratios", "get_batch", "targets", "scale", "rounds", "corpus", "load_avg_1min")}})
 pd.DataFrame(tables.encoder_benchmark_table(bench)).style.format(

@@ -20,7 +20,7 @@ out_dir = "reports/tiny"
 # %% [markdown]
 # # Training a Llama for Azerbaijani
 #
-# This report trains a Llama-architecture model with the run's tokenizer on the run's corpus (`azllm.run.train`,
+# This report trains a Llama-architecture model with the run's tokenizer on the run's corpus (`azllm.recipes.train`,
 # the Hugging Face Trainer), then fine-tunes it with the methods the params ask for (full, LoRA, QLoRA) and
 # compares them. Every number on this page is in `metrics.json` under `train`.
 #
@@ -32,18 +32,20 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import display
 
-from azllm import plots, report, run, tables
+from azllm import plots, recipes, report, tables
 from azllm import train as azt
-from azllm.bench.methods import compare_methods
+from azllm.recipes.benchmark import compare_methods
+from azllm.recipes.tokens import prepare_data
+from azllm.recipes.train import train_model
 from azllm.model import liger_available
 
-cfg = run.setup(params_file)
+cfg = recipes.setup(params_file)
 
 # %% [markdown]
 # ## Data: tokenizer and token files
 
 # %%
-data = run.prepare_data(cfg)
+data = prepare_data(cfg)
 tok = data["tokenizer"]
 bpt_train = azt.bytes_per_token(data["train"], tok)
 summary = tables.data_summary(data, bpt_train)
@@ -68,7 +70,7 @@ print(f"Liger kernels requested: {cfg.model.liger.kernels() or 'none'}; availabl
 # from its last complete checkpoint if it was interrupted, and is not re-trained when it already finished.
 
 # %%
-main = run.train(cfg, data)
+main = train_model(cfg, data)
 row = tables.run_summary(main)
 report.record(out_dir, "train", row)
 report.record_artifact(out_dir, "model", main["final_dir"])
@@ -93,7 +95,7 @@ pd.DataFrame(main["final"]).T.round(4)
 
 # %%
 T = cfg.train
-runs = compare_methods(cfg.to_dict(), T.compare, base=main["final_dir"], max_steps=T.compare_steps,
+runs = compare_methods(cfg, T.compare, base=main["final_dir"], max_steps=T.compare_steps,
                        lr=T.compare_lr)
 rows = tables.compare_rows(runs)
 report.record(out_dir, "train", {"compare": rows, "compare_steps": T.compare_steps})

@@ -37,9 +37,10 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import launch, plots, report, run, tables
+from azllm import plots, recipes, report, tables
+from azllm.recipes import benchmark, launch
 
-cfg = run.setup(params_file)
+cfg = recipes.setup(params_file)
 B = cfg.benchmark
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_columns", 40)
@@ -52,7 +53,7 @@ print(f"preset {B.preset} {B.model or ''}, batch {B.batch_size} x seq {B.seq_len
 # ## Running the variants (one subprocess each)
 
 # %%
-res = run.training_benchmark(cfg, out_dir)
+res = benchmark.training_benchmark(cfg, out_dir)
 print("device:", res["device"], "| tokens:", res["tokens"])
 print("model:", res["config"])
 
@@ -125,7 +126,7 @@ else:
 # the largest batch at each sequence length and the most tokens per step. 0 means even batch 1 does not fit.
 
 # %%
-models, variants = run.fit_models(cfg)
+models, variants = benchmark.fit_models(cfg)
 F = B.fit
 fit = tables.fit_table(models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb,
                        device="cuda")
@@ -164,7 +165,7 @@ display(job)
 # prints it before a launch. Replace the planned tokens/s with the one `make bench-gpu` measures on the instance.
 
 # %%
-plan_cfg = run.load(B.plan) if B.plan else None
+plan_cfg = recipes.load(B.plan) if B.plan else None
 plan = launch.estimate(plan_cfg) if plan_cfg else {}
 report.record(out_dir, "benchmark", {"plan": {"params": B.plan, **plan}})
 print(launch.cost_lines(plan, spot=plan_cfg.launch.spot, max_run_hours=plan_cfg.launch.max_run_hours)

@@ -35,10 +35,11 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import display
 
-from azllm import adapt, plots, report, run, tables
+from azllm import plots, recipes, report, tables
+from azllm.recipes import adapt, corpus
 from azllm.data import iter_documents
 
-cfg = run.setup(params_file)
+cfg = recipes.setup(params_file)
 A = cfg.adapt
 
 # %% [markdown]
@@ -61,8 +62,8 @@ else:
 
 # %%
 docs = adapt.az_documents(cfg)
-english = list(iter_documents(run.resolve(cfg, A.english_eval)))
-evals, _, _ = run.eval_sets(cfg)
+english = list(iter_documents(corpus.resolve(cfg, A.english_eval)))
+evals, _, _ = corpus.eval_sets(cfg)
 toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
 tok_rows = adapt.tokenizer_rows(toks, base_tok, evals, english)
 report.record(out_dir, "adapt", {"tokenizers": tok_rows})
@@ -87,7 +88,7 @@ pd.DataFrame(ext_rows).style.format(precision=4) if ext_rows else print("adapt.e
 
 # %%
 results = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way in A.ways for method in A.methods]
-fert = {r["way"]: r["tokens/word flores"] for r in tok_rows}
+fert = {r["way"]: r[f"tokens/word {adapt.az_set(cfg)}"] for r in tok_rows}
 rows = tables.adapt_rows(results, fert)
 report.record(out_dir, "adapt", {"runs": rows, "steps": A.steps})
 pd.DataFrame(rows).set_index(["way", "method"]).style.format(precision=3)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from azllm import memory as mem, run, tables
+from azllm import memory as mem, tables
+from azllm.recipes import benchmark as bench_recipe
 from azllm.bench import training as bt
 from azllm.bench.process import run_fresh
 from azllm.config import load_params
@@ -29,7 +30,7 @@ def setup(tmp_path, monkeypatch):
     ids, V, _ = bt.synthetic_ids(tmp_path, 256, 20_000, P.seed)
 
     def job(variant="baseline", **over):
-        return {**run.benchmark_job(P, ids, V), "variant": run.benchmark_variant(P, variant).to_dict(), **over}
+        return {**bench_recipe.benchmark_job(P, ids, V), "variant": bench_recipe.benchmark_variant(P, variant).to_dict(), **over}
 
     return job
 
@@ -116,7 +117,7 @@ def test_summary_ratios_and_prediction_table():
 @pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
 def test_gpu_entry_dry_run(tmp_path):
     env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "artifacts")}
-    p = subprocess.run([sys.executable, "-m", "azllm.bench.gpu", "--dry-run", "--reports", str(tmp_path)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "azllm", "bench", "gpu", "--dry-run", "--reports", str(tmp_path)], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())

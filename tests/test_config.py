@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from azllm import run
+from azllm.recipes.paths import Paths
 from azllm.config import Config, ParamsError, load_params
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,8 +95,8 @@ def test_hash_is_stable_and_sensitive():
 
 def test_data_root_from_params_or_env(monkeypatch, tmp_path):
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(tmp_path))
-    assert run.data_root(load_params(None)) == tmp_path.resolve()
+    assert Paths(load_params(None)).data_root == tmp_path.resolve()
     other = tmp_path / "other"
-    assert run.data_root(load_params(None, overrides={"data": {"root": str(other)}})) == other.resolve()
+    assert Paths(load_params(None, overrides={"data": {"root": str(other)}})).data_root == other.resolve()
     monkeypatch.delenv("AZLLM_DATA_ROOT")
-    assert run.data_root(load_params(None)) is None
+    assert Paths(load_params(None)).data_root is None

@@ -141,7 +141,8 @@ def _entry(spec_path: str) -> None:
     os.environ["AZLLM_ARTIFACTS"] = spec["art"]
     from torch.distributed.fsdp import FSDPModule
 
-    from azllm.run import prepare_data, train
+    from azllm.recipes.tokens import prepare_data
+    from azllm.recipes.train import train_model as train
     from train_helpers import tiny_params
 
     P = tiny_params(Path(spec["art"]), **spec["train"])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from azllm import run
+from azllm.recipes.train import distributed_guard
 from azllm.config import load_params
 
 CONFIGS = Path(__file__).resolve().parent.parent / "accelerate"
@@ -29,6 +29,6 @@ def test_liger_flce_under_zero3_is_refused():
     cfg = load_params(None, overrides={"model": {"liger": {"fused_linear_cross_entropy": True}}})
     zero3 = {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}
     with pytest.raises(ValueError, match="ZeRO-3"):
-        run.distributed_guard(cfg, zero3)
-    run.distributed_guard(cfg, {**zero3, "ACCELERATE_DEEPSPEED_ZERO_STAGE": "2"})  # ZeRO-2: fine
-    run.distributed_guard(load_params(None), zero3)  # ZeRO-3 without the kernel: fine
+        distributed_guard(cfg, zero3)
+    distributed_guard(cfg, {**zero3, "ACCELERATE_DEEPSPEED_ZERO_STAGE": "2"})  # ZeRO-2: fine
+    distributed_guard(load_params(None), zero3)  # ZeRO-3 without the kernel: fine

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from azllm import launch as L
+from azllm.recipes import launch as L
 from azllm import memory as mem
-from azllm.__main__ import main
+from azllm.cli import main
 from azllm.config import ParamsError, load_params
 from azllm.model import model_config
 from train_helpers import simulated_sagemaker_job

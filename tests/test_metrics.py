@@ -7,6 +7,8 @@ from azllm.metrics import (best_variant, morph_alignment, segmentations, token_b
 from azllm.text import normalize
 from azllm.tokenizer import Tok, load_tokenizer
 
+from conftest import FIXTURES
+
 
 def char_tok():
     """A character-level tokenizer (id = code point): every character boundary is a token boundary."""
@@ -16,7 +18,16 @@ def char_tok():
 
 @pytest.fixture(scope="module")
 def flores(shared):
-    d = shared / "data/az/dev"
+    return _flores(shared / "data/az/dev")
+
+
+@pytest.fixture(scope="module")
+def flores_fixture():
+    """The first 200 FLORES-200 dev lines of the committed fixture corpus."""
+    return _flores(FIXTURES / "data/az/dev")
+
+
+def _flores(d):
     az = [normalize(x) for x in (d / "flores200.dev.azj_Latn.txt").read_text(encoding="utf-8").splitlines()]
     en = [normalize(x) for x in (d / "flores200.dev.eng_Latn.txt").read_text(encoding="utf-8").splitlines()]
     return az, en
@@ -38,18 +49,26 @@ def test_bytes_per_token_counts_utf8():
     assert m["chars_per_token"] == 1.0 and m["bytes_per_token"] == 2.0
 
 
-@pytest.mark.needs_shared
-def test_fertility_equals_reference_count(shared, flores, monkeypatch):
+def test_fertility_equals_reference_count(flores_fixture, monkeypatch):
+    """The headline metric against tiktoken's own count, on the committed cl100k_base file (runs in a clean
+    clone)."""
     import tiktoken
 
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(shared / "tokenizers/tiktoken_cache"))
-    az, en = flores
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(FIXTURES / "tokenizers/tiktoken_cache"))
+    az, en = flores_fixture
     m = tokenizer_metrics(load_tokenizer("tiktoken:cl100k_base"), az, en)
     enc = tiktoken.get_encoding("cl100k_base")
     ref_tokens = sum(len(enc.encode_ordinary(x)) for x in az)
     assert m["tokens"] == ref_tokens
     assert m["fertility"] == pytest.approx(ref_tokens / sum(len(x.split()) for x in az))
     assert m["parity"] == pytest.approx(ref_tokens / sum(len(enc.encode_ordinary(x)) for x in en))
+
+
+def test_published_gpt2_fertility_on_the_fixture(flores_fixture):
+    """GPT-2's published FLORES azj_Latn fertility (4.8-5.0 on all 997 lines) on the committed files and the
+    fixture's first 200 lines."""
+    m = tokenizer_metrics(load_tokenizer(FIXTURES / "tokenizers/gpt2"), flores_fixture[0], morph=False)
+    assert 4.6 <= m["fertility"] <= 5.2
 
 
 @pytest.mark.needs_shared
@@ -65,11 +84,14 @@ def test_published_flores_fertility(shared, flores, name, spec, lo, hi):
     assert lo <= m["fertility"] <= hi
 
 
-@pytest.mark.needs_shared
-def test_word_prefix_per_backend(shared):
-    assert word_prefix(load_tokenizer(shared / "tokenizers/gpt2")) == " "
-    assert word_prefix(load_tokenizer(shared / "tokenizers/llama2/tokenizer.model")) == ""
+def test_word_prefix_of_gpt2_and_characters():
+    assert word_prefix(load_tokenizer(FIXTURES / "tokenizers/gpt2")) == " "
     assert word_prefix(char_tok()) == ""
+
+
+@pytest.mark.needs_shared
+def test_word_prefix_of_sentencepiece(shared):
+    assert word_prefix(load_tokenizer(shared / "tokenizers/llama2/tokenizer.model")) == ""
 
 
 @pytest.mark.needs_shared
@@ -106,9 +128,8 @@ def test_best_variant_requires_lossless_round_trip():
     assert best_variant(rows, "f")["tokenizer"] == "c"
 
 
-@pytest.mark.needs_shared
-def test_segmentations_show_pieces(shared):
-    seg = segmentations({"gpt2": load_tokenizer(shared / "tokenizers/gpt2")}, ["evlərimizdən"])
+def test_segmentations_show_pieces():
+    seg = segmentations({"gpt2": load_tokenizer(FIXTURES / "tokenizers/gpt2")}, ["evlərimizdən"])
     assert seg["evlərimizdən"]["gpt2"].endswith(")")
 
 

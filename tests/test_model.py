@@ -112,13 +112,19 @@ def _dev_loss(model, tf_path, tok, n=16, B=64):
         return model.eval()(input_ids=x, labels=x).loss.item()
 
 
-def test_tokenizer_swap_mean_init_beats_random_rows(swap_setup):
-    from azllm.model import load_base_with_tokenizer_swap
+def _swapped(base, base_tok, new_tok, init="mean"):
+    from azllm.assemble import load_base
+    from azllm.model import swap_tokenizer_embeddings
 
+    model = load_base(base, torch.float32)
+    return model, swap_tokenizer_embeddings(model, base_tok, new_tok, init=init)
+
+
+def test_tokenizer_swap_mean_init_beats_random_rows(swap_setup):
     s = swap_setup
     base = s["bases"][True]
-    mean, c = load_base_with_tokenizer_swap(base, s["base_tok"].path, s["new_tok"])
-    rand, _ = load_base_with_tokenizer_swap(base, s["base_tok"].path, s["new_tok"], init="random")
+    mean, c = _swapped(base, s["base_tok"].path, s["new_tok"])
+    rand, _ = _swapped(base, s["base_tok"].path, s["new_tok"], init="random")
     assert mean.config.vocab_size == s["new_tok"].vocab_size == mean.model.embed_tokens.weight.shape[0]
     assert mean.lm_head.weight.data_ptr() == mean.model.embed_tokens.weight.data_ptr()  # still tied
     assert c["byte"] == 256 and c["special"] == 3 and c["mean_init"] + c["byte"] + c["special"] + c["fallback"] == 512
@@ -131,12 +137,10 @@ def test_tokenizer_swap_mean_init_beats_random_rows(swap_setup):
 def test_tokenizer_swap_rows_are_means_of_base_pieces_untied(swap_setup):
     from transformers import LlamaForCausalLM
 
-    from azllm.model import load_base_with_tokenizer_swap
-
     s = swap_setup
     base_path = s["bases"][False]
     base = LlamaForCausalLM.from_pretrained(base_path)
-    m, _ = load_base_with_tokenizer_swap(base_path, s["base_tok"].path, s["new_tok"])
+    m, _ = _swapped(base_path, s["base_tok"].path, s["new_tok"])
     assert m.lm_head.weight.data_ptr() != m.model.embed_tokens.weight.data_ptr()
     new = s["new_tok"]
     from tokenizers import Tokenizer
@@ -161,15 +165,16 @@ def test_tokenizer_swap_rows_are_means_of_base_pieces_untied(swap_setup):
 
 @pytest.mark.parametrize("method", ["lora", "qlora"])
 def test_lora_after_a_tokenizer_swap_trains_the_new_rows(swap_setup, method):
-    """The run layer makes a swapped vocabulary trainable under LoRA/QLoRA by default, and says how."""
-    from azllm import run
+    """The model assembly makes a swapped vocabulary trainable under LoRA/QLoRA by default, and says how."""
+    from azllm.assemble import assemble_model
     from azllm.config import load_params
+    from azllm.recipes.train import model_spec
     from azllm.lora import embedding_rows, make_optimizer
 
     s = swap_setup
     cfg = load_params(None, overrides={"model": {"base": str(s["bases"][True]), "base_tokenizer": s["base_tok"].path,
                                                  "config": TINY_MODEL}})
-    model, info = run.build_model(cfg, s["new_tok"], method)
+    model, info = assemble_model(model_spec(cfg, method), s["new_tok"])
     assert info["new_rows"] == f"{s['new_tok'].vocab_size} new rows: full" and "tokenizer swapped" in info["source"]
     before, _ = embedding_rows(model)
     opt = make_optimizer(model, "adamw", lr=1e-2, weight_decay=0.0, betas=(0.9, 0.95))

@@ -31,12 +31,11 @@ def test_compare_runs_both_paths_in_a_fresh_process_and_returns_the_fields(data)
 def test_both_paths_train_the_same_model_on_the_same_schedule(data, tmp_path):
     """The same model from the same seed, the same schedule and logging steps: both read the loss at steps 4 and
     8, below ln V (their samplers draw the windows in different orders), and neither saves inside the timed steps."""
-    t = {**overhead.TRAIN_DEFAULTS, **TINY}
+    spec = overhead._spec(TINY)
     V = data["tokenizer"].vocab_size
-    b = overhead.bare_loop(overhead._model("tiny", TINY_MODEL, V, t["seed"]), train_file=data["train"], **t)
-    r = overhead.trainer_path(overhead._model("tiny", TINY_MODEL, V, t["seed"]), tokenizer=data["tokenizer"],
-                              train_file=data["train"], val_file=data["val"], output_dir=tmp_path / "run",
-                              report_to=(), **t)
+    b = overhead.bare_loop(overhead._model("tiny", TINY_MODEL, V, spec.seed), spec, train_file=data["train"])
+    r = overhead.trainer_path(overhead._model("tiny", TINY_MODEL, V, spec.seed), spec, tokenizer=data["tokenizer"],
+                              train_file=data["train"], val_file=data["val"], output_dir=tmp_path / "run")
     for x in (b, r):
         assert x["timed_steps"] == 8 - 2 and len(x["losses"]) == 2 and x["tokens_per_s"] > 0
         assert x["losses"][-1] < torch.log(torch.tensor(float(V))).item()

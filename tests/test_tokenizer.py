@@ -101,12 +101,14 @@ def test_empty_corpus(tmp_path):
         train_tokenizer(["", "   "], tmp_path / "x", vocab_size=100, model_type="bpe")
 
 
-@pytest.mark.needs_shared
-def test_gpt2_vocab_merges_equals_tiktoken_reference(shared, dev_lines, monkeypatch):
+def test_gpt2_vocab_merges_equals_tiktoken_reference(dev_lines, monkeypatch):
+    """Our GPT-2 loader against tiktoken's own gpt2 encoding, both from the committed fixture files."""
     import tiktoken
 
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(shared / "tokenizers/tiktoken_cache"))
-    ours = load_tokenizer(shared / "tokenizers/gpt2")
+    from conftest import FIXTURES
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(FIXTURES / "tokenizers/tiktoken_cache"))
+    ours = load_tokenizer(FIXTURES / "tokenizers/gpt2")
     ref = tiktoken.get_encoding("gpt2")
     assert all(ours.encode(x) == ref.encode_ordinary(x) for x in dev_lines[:500])
     assert ours.eos_id == ref.eot_token == 50256
@@ -137,21 +139,21 @@ def test_every_baseline_kind_loads(shared, monkeypatch):
 def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(TokenizerError, match="not found"):
         load_tokenizer(tmp_path / "nope" / "tokenizer.model")
-    from azllm import run
+    from azllm.recipes.tokenizers import baselines
     from azllm.config import load_params
 
     def cfg(entry):
         return load_params(None, overrides={"data": {"root": str(tmp_path)}, "baselines": {"x": entry}})
 
     with pytest.raises(TokenizerError, match="baseline tokenizer 'x' not found"):
-        run.baselines(cfg({"path": "tokenizers/nope"}))
+        baselines(cfg({"path": "tokenizers/nope"}))
     # a missing local path falls back to the hub id, through AutoTokenizer.from_pretrained; offline it fails clearly
     import huggingface_hub.constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import time
     with pytest.raises(TokenizerError, match="'azllm-test/does-not-exist' from the Hugging Face Hub"):
-        run.baselines(cfg({"path": "tokenizers/nope", "hub": "azllm-test/does-not-exist"}))
+        baselines(cfg({"path": "tokenizers/nope", "hub": "azllm-test/does-not-exist"}))
 
 
 def test_sweep_reports_variants_the_corpus_cannot_fill(docs, tmp_path):

@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore")
 
 
 def _run(data, out, **kw):
-    from azllm.run import train
+    from azllm.recipes.train import train_model as train
 
     P = tiny_params(data["art"], **kw.pop("train", {}))
     return train(P, data, output_dir=out, progress=False, **kw)
@@ -200,7 +200,8 @@ def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
 def extended_lora(data, tmp_path_factory):
     """A LoRA run on a tiny BPE model whose tokenizer is extended by 40 Azerbaijani tokens (trainable rows)."""
     from azllm.data import iter_documents, resolve_source
-    from azllm.run import prepare_data, train
+    from azllm.recipes.tokens import prepare_data
+    from azllm.recipes.train import train_model as train
     from azllm.vocab import extend_tokenizer
 
     tmp = tmp_path_factory.mktemp("ext")
@@ -219,7 +220,7 @@ def extended_lora(data, tmp_path_factory):
 def test_lora_with_new_rows_killed_and_resumed_follows_the_same_curve(data, extended_lora, tmp_path):
     """Resume of an adapter run: LoRA + trainable token rows, SIGKILLed after step 6, resumed from checkpoint 4,
     reproduces the uninterrupted run's losses, and the final adapter holds the trained rows."""
-    from azllm.run import train
+    from azllm.recipes.train import train_model as train
 
     e = extended_lora
     full = train(e["P"], e["data"], output_dir=tmp_path / "full", progress=False, resume=False)
@@ -274,7 +275,7 @@ def test_two_stage_schedule_trains_the_new_rows_alone_first(extended_lora, tmp_p
     until the stage ends, then train too."""
     from transformers import TrainerCallback
 
-    from azllm.run import train
+    from azllm.recipes.train import train_model as train
 
     seen = []
 

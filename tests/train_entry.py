@@ -24,7 +24,8 @@ warnings.simplefilter("ignore")  # (tests/ is this script's folder, so train_hel
 def main(spec_path: str) -> None:
     from transformers import TrainerCallback
 
-    from azllm.run import prepare_data, train
+    from azllm.recipes.tokens import prepare_data
+    from azllm.recipes.train import train_model as train
     from train_helpers import tiny_params
 
     spec = json.loads(Path(spec_path).read_text())

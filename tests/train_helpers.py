@@ -40,7 +40,7 @@ def data(tmp_path_factory):
     """``{"P", "art", "tokenizer", "train", "val", "dev"}``: tokenizer + token files of the fixture corpus."""
     art = tmp_path_factory.mktemp("art")
     os.environ["AZLLM_ARTIFACTS"] = str(art)
-    from azllm.run import prepare_data
+    from azllm.recipes.tokens import prepare_data
 
     P = tiny_params(art)
     with warnings.catch_warnings():

@@ -18,16 +18,14 @@ Tokens per CPU-second is recorded too: wall-clock throughput depends on what els
 ``get_batch`` is timed against one training step (forward, backward, AdamW) of a small Llama (hidden 128,
 2 layers, 4 heads) on the same batches.
 
-Command line: ``python -m azllm.bench.encoder [--params params/default.yaml] [--quick]`` prints the table.
+Command line: ``azllm bench encoder PARAMS [--quick]`` (:mod:`azllm.recipes.tokens`) prints the table.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -38,7 +36,7 @@ from ..tokens import TokenFile, encode_corpus, token_dtype
 from ..utils import atomic_write_json, machine_info, peak_rss_mb, progress
 from .process import ok_or_raise, run_fresh
 
-__all__ = ["benchmark", "measure", "get_batch_timing", "VARIANT_LABELS"]
+__all__ = ["benchmark", "measure_encoder", "get_batch_timing", "VARIANT_LABELS"]
 
 VARIANT_LABELS = {"a": "(a) naive list", "b": "(b) per-doc encode + tofile", "c": "(c) azllm encode_corpus",
                   "limit": "limit: batch encode, all cores, no writing", "limit_1thread": "1 thread, encode only",
@@ -116,7 +114,7 @@ def _encode_write(job: dict, docs: Iterator[str]) -> dict:
     return res
 
 
-def measure(job: dict) -> dict:
+def measure_encoder(job: dict) -> dict:
     """One measurement (the fresh-process target): tokens, seconds, peak RSS, CPU seconds."""
     docs = _stream_docs(job["corpus"], int(job["scale"]))
     cpu0 = _cpu_seconds()
@@ -168,7 +166,7 @@ def get_batch_timing(train_bin: Path, vocab_size: int, batch_size: int, block_si
 
 # ----------------------------------------------------------------------------------------------- parent side
 
-def _write_corpus(resolved, path: Path) -> tuple[int, int]:
+def _normalized_copy(resolved, path: Path) -> tuple[int, int]:
     """Normalize the source once into a one-document-per-line file; returns ``(documents, characters)``."""
     from ..data import iter_documents
 
@@ -238,14 +236,14 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     """
     workdir, tpath = Path(workdir), Path(tokenizer_path)
     workdir.mkdir(parents=True, exist_ok=True)
-    n_docs, n_chars = _write_corpus(resolved, workdir / "corpus.txt")
+    n_docs, n_chars = _normalized_copy(resolved, workdir / "corpus.txt")
     jobs = _jobs(tpath, workdir / "corpus.txt", workdir, scale, n_docs, hf_batch)
     runs: dict[str, list[dict]] = {}
     load_before = os.getloadavg()[0]
     bar = progress(total=len(jobs) * rounds, desc="encoder benchmark", unit="run", disable=not show_progress)
     for _ in range(rounds):
         for job in jobs:
-            res = ok_or_raise(run_fresh("azllm.bench.encoder:measure", job), f"encoder benchmark {job['variant']}")
+            res = ok_or_raise(run_fresh("azllm.bench.encoder:measure_encoder", job), f"encoder benchmark {job['variant']}")
             runs.setdefault(f"{job['variant']}@{job['scale']}", []).append(res)
             bar.update(1)
     bar.close()
@@ -265,25 +263,3 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     if out_json:
         atomic_write_json(out_json, res)
     return res
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m azllm.bench.encoder``: the benchmark of a params file, printed as a table."""
-    from .. import run
-    from ..report import format_encoder_benchmark
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--params", default="params/default.yaml")
-    ap.add_argument("--quick", action="store_true", help="small slice of the corpus, one round")
-    ap.add_argument("--out", default=None, help="JSON output path")
-    args = ap.parse_args(argv)
-    cfg = run.load(args.params, overrides={"tokens": {"benchmark": {"quick": True}}} if args.quick else None)
-    tok = run.main_tokenizer(cfg)
-    out = Path(args.out) if args.out else run.artifacts_dir(cfg) / "tokens_benchmark.json"
-    print(format_encoder_benchmark(run.encoder_benchmark(cfg, tok, out_json=out)))
-    print(f"\nwrote {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,8 +3,8 @@
 :func:`run_variants` takes variant names (see
 :func:`azllm.memory.parse_variant`: ``baseline``, ``ckpt``, ``bf16``, ``liger``, ``liger_rope``, ``lora``,
 ``qlora``, ``adamw8``, and combinations such as ``lora+ckpt``) and runs each with :func:`run_variant` in a fresh
-process (:func:`azllm.bench.process.run_fresh` of :func:`measure`) that builds the model with
-:mod:`azllm.model` / :mod:`azllm.lora`, trains ``untimed_steps`` steps, then ``windows`` timed windows of
+process (:func:`azllm.bench.process.run_fresh` of :func:`measure_variant`) that builds the model with
+:func:`azllm.assemble.assemble_model` (the model training trains, :func:`variant_spec`), trains ``untimed_steps`` steps, then ``windows`` timed windows of
 ``steps`` steps each, and returns one JSON result. Decisions:
 
 - **Fresh process per variant**: peak memory is process-wide, so sharing a process would let one variant's
@@ -40,7 +40,6 @@ process (:func:`azllm.bench.process.run_fresh` of :func:`measure`) that builds t
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
 import os
@@ -48,10 +47,10 @@ import time
 from pathlib import Path
 
 from .. import memory as mem
-from ..utils import atomic_write_bytes, progress, reset_peak_rss, torch_dtype
+from ..utils import atomic_write_bytes, progress, reset_peak_rss
 from .process import run_fresh
 
-__all__ = ["run_variants", "run_variant", "measure", "oom_probe", "synthetic_ids", "corpus_ids", "tokens_needed",
+__all__ = ["run_variants", "run_variant", "measure_variant", "variant_spec", "oom_probe", "synthetic_ids", "corpus_ids", "tokens_needed",
            "model_shape", "resolve_device", "CHILD_ENV"]
 
 CHILD_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_ARENA_MAX": "2", "TOKENIZERS_PARALLELISM": "false"}
@@ -129,7 +128,7 @@ def resolve_device(device: str) -> str:
 def run_variant(job: dict, *, timeout_s: float) -> dict:
     """Run one job in a fresh process; always returns a result: ``status`` is ``ok``, ``unavailable``, ``oom``,
     ``timeout`` or ``error``, with ``reason`` for all but ``ok``."""
-    res = run_fresh("azllm.bench.training:measure", job, timeout_s=timeout_s, env=CHILD_ENV)
+    res = run_fresh("azllm.bench.training:measure_variant", job, timeout_s=timeout_s, env=CHILD_ENV)
     if res["status"] == "killed":
         res.update(status="oom", reason=f"OOM at batch {job['batch']} (seq {job['seq']}): child killed "
                                         "(kernel OOM killer)")
@@ -218,36 +217,37 @@ def _is_oom(e: BaseException) -> bool:
         s in msg for s in ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory"))
 
 
-def _build(v: mem.Variant, cfg, job: dict, dtype, device: str):
-    """Build, quantize, patch, wrap and return ``(model, optimizer, liger_report)`` for variant ``v``.
+def variant_spec(v: mem.Variant, job: dict, device: str | None = None, *, preset: str | None = None,
+                 model: dict | None = None):
+    """The :class:`azllm.assemble.ModelSpec` of a benchmark variant: the same fields training fills from the params
+    (:func:`azllm.recipes.train.model_spec`), so that a variant is the model a run of the same settings trains."""
+    from ..assemble import ModelSpec
 
-    Order: build -> quantize -> Liger (it patches the instance, which quantize's reload would lose) -> LoRA (Liger
-    before LoRA, see azllm.lora) -> gradient checkpointing. On CUDA the model is created on the device.
-    """
-    import torch
+    method = "qlora" if v.quant else ("lora" if v.lora else "full")
+    return ModelSpec(method=method, preset=preset or job["preset"], config=dict(job["model"] if model is None else model),
+                     dtype=v.dtype, seed=int(job["seed"]), liger=tuple(v.liger), quant_bits=int(v.quant or 4),
+                     quant_type="nf4", double_quant=bool(v.double_quant), compute_dtype=v.dtype,
+                     lora_r=int(v.lora_r), lora_alpha=int(job["lora"]["alpha"]), lora_dropout=float(v.lora_dropout),
+                     use_rslora=bool(job["lora"].get("use_rslora", False)),
+                     target_modules=tuple(job["lora"].get("target_modules") or ()) or "all-linear",
+                     gradient_checkpointing=bool(v.grad_ckpt), device=device)
 
+
+def _build(v: mem.Variant, job: dict, device: str, *, model: dict | None = None):
+    """``(model, optimizer, liger_report)`` of variant ``v``: :func:`azllm.assemble.assemble_model` of
+    :func:`variant_spec` (its one documented order), then the variant's optimizer. ``optimizer`` is None when a
+    requested Liger kernel could not be applied (the variant is then "not available")."""
     from .. import lora as azlora
-    from .. import model as azmodel
+    from ..assemble import assemble_model
 
-    with torch.device(device) if device.startswith("cuda") else contextlib.nullcontext():
-        model = azmodel.build_model(cfg, dtype=dtype, seed=job["seed"])
-    if v.quant:
-        model = azlora.quantize_model(model, bits=v.quant, double_quant=v.double_quant, quant_type="nf4",
-                                      compute_dtype=dtype)
-    model.config.use_cache = False
-    rep = None
-    if v.liger:
-        rep = azmodel.apply_liger(model, list(v.liger))
-        if set(rep.get("applied", [])) != set(v.liger):
-            return model, None, rep
-    if v.lora:
-        model = azlora.apply_lora(model, r=v.lora_r, alpha=job["lora"]["alpha"], dropout=v.lora_dropout,
-                                  kbit=bool(v.quant), gradient_checkpointing=v.grad_ckpt,
-                                  liger_flce="fused_linear_cross_entropy" in (rep or {}).get("applied", []))
-    elif v.grad_ckpt:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-    return model, azlora.make_optimizer(model, v.optimizer, lr=job["lr"], weight_decay=0.1, betas=(0.9, 0.95)), rep
+    spec = variant_spec(v, job, device, model=model)
+    net, info = assemble_model(spec, vocab_size=int(job["vocab_size"]))
+    net.config.use_cache = False  # a training step keeps no key/value cache
+    rep = info["liger"] if v.liger else None
+    if v.liger and set(rep.get("applied", [])) != set(v.liger):
+        return net, None, rep
+    net.train()
+    return net, azlora.make_optimizer(net, v.optimizer, lr=job["lr"], weight_decay=0.1, betas=(0.9, 0.95)), rep
 
 
 def _step(model, opt, x) -> float:
@@ -287,14 +287,11 @@ def _batches(job: dict) -> list:
     return [ids[k * span:(k + 1) * span].view(batch, seq + 1)[:, :seq].contiguous() for k in range(n_steps)]
 
 
-def _warm_code_paths(v: mem.Variant, job: dict, dtype, device: str, x) -> str | None:
+def _warm_code_paths(v: mem.Variant, job: dict, device: str, x) -> str | None:
     """Two steps of a minuscule model of the same variant, so that lazy imports and one-time library state
     (OpenMP pool, oneDNN, bitsandbytes backend, CUDA context and cuBLAS) land in the baseline."""
-    from .. import model as azmodel
-
     try:
-        wcfg = azmodel.model_config(job["preset"], job["vocab_size"], **{**job["model"], **WARMUP_SHAPE})
-        wm, wopt, _ = _build(v, wcfg, job, dtype, device)
+        wm, wopt, _ = _build(v, job, device, model={**job["model"], **WARMUP_SHAPE})
         if wopt is not None:
             for _ in range(2):
                 _step(wm, wopt, x[:1, :8].to(device))
@@ -374,11 +371,9 @@ def _timed_steps(model, opt, batches: list, job: dict, cuda: bool, base: dict) -
     return out
 
 
-def measure(job: dict) -> dict:
+def measure_variant(job: dict) -> dict:
     """One variant in this (fresh) process: availability, warm-up, baseline, build, timed windows."""
     import torch
-
-    from .. import model as azmodel
 
     v = mem.parse_variant(job["variant"])
     if job.get("threads"):
@@ -395,16 +390,14 @@ def measure(job: dict) -> dict:
 
     from .. import lora  # noqa: F401
 
-    dtype = torch_dtype(v.dtype)
     batches = _batches(job)
-    res["warmup_error"] = _warm_code_paths(v, job, dtype, device, batches[0])
+    res["warmup_error"] = _warm_code_paths(v, job, device, batches[0])
     base = _baseline(cuda, job.get("mem_cap_mb"))
     res.update({k: v_ for k, v_ in base.items() if k != "base_alloc"})
     torch.manual_seed(job["seed"])
     try:
         t0 = time.time()
-        model, opt, rep = _build(v, azmodel.model_config(job["preset"], job["vocab_size"], **job["model"]), job,
-                                 dtype, device)
+        model, opt, rep = _build(v, job, device)
         if rep is not None:
             res["liger"] = rep
         if opt is None:

@@ -16,7 +16,7 @@ Maps whose keys the user chooses (eval sets, baselines, fit-planner models) repl
 when given. Secrets never go into params: a hub token comes from ``HF_TOKEN`` in the environment, and keys or
 values that look like secrets are refused.
 
-Only the run layer (:mod:`azllm.run`, the notebooks, the benchmarks' entry points) reads a config; library
+Only the recipes (:mod:`azllm.recipes`), the notebooks, the report runner and the command line read a config; library
 functions take plain named arguments.
 
 >>> cfg = load_params(None, overrides={"run_name": "demo", "seed": 7})

@@ -1,4 +1,4 @@
-"""The params section of a SageMaker training job (``python -m azllm launch``). See :mod:`azllm.launch`.
+"""The params section of a SageMaker training job (``python -m azllm launch``). See :mod:`azllm.recipes.launch`.
 
 The instance, its prices and the planned tokens/s are ``benchmark.job`` (the job that is priced is the job that is
 launched); the model, the steps and the batch are ``model`` and ``train``.

@@ -1,5 +1,5 @@
 """The corpus stage: language identification, quality rules, decontamination, exact and MinHash deduplication
-(on HF datatrove) and mixing. :func:`clean_corpus` runs it; :mod:`azllm.run` calls it with the params."""
+(on HF datatrove) and mixing. :func:`clean_corpus` runs it; :mod:`azllm.recipes.corpus` calls it with the params."""
 
 from .decontaminate import eval_index, find_contamination
 from .language import detect

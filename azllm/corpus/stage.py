@@ -26,7 +26,7 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.utils.hashing import HashConfig
 
 from ..data import DataError, Resolved
-from ..utils import atomic_write_text, json_hash, log_stream
+from ..utils import atomic_write_text, json_hash, log_stream, replace_dir
 from .pipeline import (STEPS, AzWords, DecontaminationFilter, LanguageFilter, QualityFilter, SourceReader,
                        exact_key, input_ids, read_jsonl, writer)
 
@@ -170,9 +170,7 @@ def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: 
     for tmp in ("filtered", "exact", "exact_sigs", "exact_dups", "mh_sigs", "mh_buckets"):
         shutil.rmtree(work / tmp, ignore_errors=True)
     atomic_write_text(work / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
-    if out.exists():
-        shutil.rmtree(out)
-    work.rename(out)
+    replace_dir(work, out)
     return manifest
 
 

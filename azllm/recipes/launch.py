@@ -8,7 +8,7 @@ start, with no AWS call at all). What the trainer holds:
 - ``SourceCode(source_dir, entry_script, requirements)``: a folder staged next to job.json with the ``azllm``
   package, the params file as ``params.yaml``, requirements.lock as ``requirements.txt`` (installed when the job
   starts) and a small entry script that runs ``python -m azllm train params.yaml`` (:mod:`azllm.sagemaker` then
-  maps the job's folders);
+  maps the job's folders, :func:`azllm.recipes.train.job_config`);
 - ``Torchrun(process_count_per_node=benchmark.job.gpus_per_instance)``: one process per GPU on every node (the SDK's
   driver passes the hyperparameters ``params``, ``run_name``, ``params_hash`` as ``--key value``);
 - ``Compute(instance_type, instance_count, volume_size_in_gb, enable_managed_spot_training)`` from
@@ -55,9 +55,10 @@ import shutil
 from enum import Enum
 from pathlib import Path
 
-from . import memory as mem
-from .config import Config, ParamsError, load_params
-from .utils import REPO_ROOT, atomic_write_text
+from .. import memory as mem
+from ..config import Config, ParamsError, load_params
+from ..utils import REPO_ROOT, atomic_write_text
+from .paths import Paths
 
 __all__ = ["launch", "stage_source", "build_trainer", "describe", "estimate", "cost_lines", "checkpoint_bytes",
            "ENTRY_SCRIPT", "PARAMS_NAME", "REDACTED"]
@@ -65,13 +66,13 @@ __all__ = ["launch", "stage_source", "build_trainer", "describe", "estimate", "c
 ENTRY_SCRIPT = "azllm_train.py"
 PARAMS_NAME = "params.yaml"
 REDACTED = "<redacted: from the launcher's environment>"
-_ENTRY = '''"""SageMaker entry written by azllm.launch: ``python -m azllm train params.yaml`` in every process that the
+_ENTRY = '''"""SageMaker entry written by azllm.recipes.launch: ``python -m azllm train params.yaml`` in every process that the
 SDK's torchrun driver starts. The driver passes the job's hyperparameters as ``--key value``: ``--params`` names the
 params file beside this script; ``--run_name`` and ``--params_hash`` are only recorded."""
 import argparse
 import sys
 
-from azllm.__main__ import main
+from azllm.cli import main
 
 if __name__ == "__main__":   # the corpus stage's worker processes import this module: run nothing then
     ap = argparse.ArgumentParser()
@@ -105,7 +106,7 @@ def stage_source(params_file: str | os.PathLike, dest: str | os.PathLike, *,
     dest = Path(dest)
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(Path(__file__).resolve().parent, dest / "azllm",
+    shutil.copytree(Path(__file__).resolve().parents[1], dest / "azllm",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy(params_file, dest / PARAMS_NAME)
     shutil.copy(lock, dest / "requirements.txt")
@@ -115,20 +116,20 @@ def stage_source(params_file: str | os.PathLike, dest: str | os.PathLike, *,
 
 def _check(cfg: Config, *, dry_run: bool) -> None:
     """Refuse a launch section that SageMaker would refuse later (or that would launch placeholders)."""
-    L = cfg.launch
-    if not L.role or not L.output_s3_uri:
+    section = cfg.launch
+    if not section.role or not section.output_s3_uri:
         raise ParamsError("launch.role (an IAM role ARN) and launch.output_s3_uri are needed to build the job")
     for key in ("output_s3_uri", "checkpoint_s3_uri", "data_s3_uri", "tokens_s3_uri"):
-        uri = getattr(L, key)
+        uri = getattr(section, key)
         if uri is not None and not uri.startswith("s3://"):
             raise ParamsError(f"launch.{key}: an s3:// URI, got {uri!r}")
-    if L.spot and L.max_wait_hours < L.max_run_hours:
-        raise ParamsError(f"launch.max_wait_hours ({L.max_wait_hours}) must be at least launch.max_run_hours "
-                          f"({L.max_run_hours}) for a spot job")
-    m = re.search(r"\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com", L.image)
-    if m and m.group(1) != L.region:
-        raise ParamsError(f"launch.image is in {m.group(1)}, the job runs in launch.region {L.region}")
-    placeholders = [k for k, v in L.model_dump().items() if isinstance(v, str) and "YOUR-" in v]
+    if section.spot and section.max_wait_hours < section.max_run_hours:
+        raise ParamsError(f"launch.max_wait_hours ({section.max_wait_hours}) must be at least launch.max_run_hours "
+                          f"({section.max_run_hours}) for a spot job")
+    m = re.search(r"\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com", section.image)
+    if m and m.group(1) != section.region:
+        raise ParamsError(f"launch.image is in {m.group(1)}, the job runs in launch.region {section.region}")
+    placeholders = [k for k, v in section.model_dump().items() if isinstance(v, str) and "YOUR-" in v]
     if placeholders and not dry_run:
         raise ParamsError(f"launch.{', launch.'.join(placeholders)} still hold placeholders (YOUR-...)")
 
@@ -158,27 +159,27 @@ def _offline(on: bool):
 def build_trainer(cfg: Config, source_dir: str | os.PathLike, *, environ=None, offline: bool = False):
     """``(ModelTrainer, secrets)`` of the run: see the module docstring for what it holds. ``offline``: build it
     without any AWS call (no role check; credentials are not looked up on the EC2 metadata endpoint)."""
-    sdk, L, J = _sdk(), cfg.launch, cfg.benchmark.job
-    env, secrets = job_environment(L.environment, L.forward_env, L.checkpoint_local_path,
+    sdk, section, job = _sdk(), cfg.launch, cfg.benchmark.job
+    env, secrets = job_environment(section.environment, section.forward_env, section.checkpoint_local_path,
                                    os.environ if environ is None else environ)
     channels = [sdk["InputData"](channel_name=name, data_source=uri)
-                for name, uri in (("data", L.data_s3_uri), ("tokens", L.tokens_s3_uri)) if uri]
-    bucket = L.output_s3_uri.removeprefix("s3://").split("/")[0]
+                for name, uri in (("data", section.data_s3_uri), ("tokens", section.tokens_s3_uri)) if uri]
+    bucket = section.output_s3_uri.removeprefix("s3://").split("/")[0]
     with _offline(offline):
-        session = sdk["Session"](boto_session=sdk["boto3"].Session(region_name=L.region), default_bucket=bucket)
+        session = sdk["Session"](boto_session=sdk["boto3"].Session(region_name=section.region), default_bucket=bucket)
         trainer = sdk["ModelTrainer"](
-            sagemaker_session=session, role=L.role, training_image=L.image,
-            base_job_name=L.base_job_name or re.sub(r"[^A-Za-z0-9-]", "-", f"azllm-{cfg.run_name}")[:40],
+            sagemaker_session=session, role=section.role, training_image=section.image,
+            base_job_name=section.base_job_name or re.sub(r"[^A-Za-z0-9-]", "-", f"azllm-{cfg.run_name}")[:40],
             source_code=sdk["SourceCode"](source_dir=str(source_dir), entry_script=ENTRY_SCRIPT,
                                           requirements="requirements.txt"),
-            distributed=sdk["Torchrun"](process_count_per_node=J.gpus_per_instance),
-            compute=sdk["Compute"](instance_type=J.instance, instance_count=J.instances, volume_size_in_gb=L.volume_gb,
-                                   enable_managed_spot_training=L.spot),
+            distributed=sdk["Torchrun"](process_count_per_node=job.gpus_per_instance),
+            compute=sdk["Compute"](instance_type=job.instance, instance_count=job.instances, volume_size_in_gb=section.volume_gb,
+                                   enable_managed_spot_training=section.spot),
             stopping_condition=sdk["StoppingCondition"](
-                max_runtime_in_seconds=int(L.max_run_hours * 3600),
-                max_wait_time_in_seconds=int(L.max_wait_hours * 3600) if L.spot else None),
-            checkpoint_config=sdk["CheckpointConfig"](s3_uri=L.checkpoint_s3_uri, local_path=L.checkpoint_local_path),
-            output_data_config=sdk["OutputDataConfig"](s3_output_path=L.output_s3_uri),
+                max_runtime_in_seconds=int(section.max_run_hours * 3600),
+                max_wait_time_in_seconds=int(section.max_wait_hours * 3600) if section.spot else None),
+            checkpoint_config=sdk["CheckpointConfig"](s3_uri=section.checkpoint_s3_uri, local_path=section.checkpoint_local_path),
+            output_data_config=sdk["OutputDataConfig"](s3_output_path=section.output_s3_uri),
             input_data_config=channels or None, environment=env,
             hyperparameters={"params": PARAMS_NAME, "run_name": cfg.run_name, "params_hash": cfg.hash()})
     return trainer, secrets
@@ -221,35 +222,36 @@ def describe(trainer, secrets: dict) -> dict:
 def checkpoint_bytes(cfg: Config) -> float | None:
     """Bytes of one checkpoint by the memory model: the trainable weights (adapters only for LoRA/QLoRA) and their
     AdamW states, as in notebook 04's job cost; None for a pretrained base (its shape is not in the params)."""
-    from .model import model_config
+    from ..model import model_config
 
-    M, T = cfg.model, cfg.train
-    if M.base:
+    model, train = cfg.model, cfg.train
+    if model.base:
         return None
-    shape = model_config(M.preset, cfg.tokenizer.vocab_size, **M.config)
-    name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if M.quant.bits == 4 else "qlora8"}[T.method]
-    p = mem.predict_memory(shape, mem.parse_variant(name, dtype=M.dtype, optimizer=T.optimizer, lora_r=M.lora.r),
-                           batch=1, seq=1)
-    return float((4 * p["trainable"] if T.method != "full" else p["weights"]) + p["optimizer"])
+    shape = model_config(model.preset, cfg.tokenizer.vocab_size, **model.config)
+    name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if model.quant.bits == 4 else "qlora8"}[train.method]
+    variant = mem.parse_variant(name, dtype=model.dtype, optimizer=train.optimizer, lora_r=model.lora.r)
+    p = mem.predict_memory(shape, variant, batch=1, seq=1)
+    return float((4 * p["trainable"] if train.method != "full" else p["weights"]) + p["optimizer"])
 
 
 def estimate(cfg: Config) -> dict:
     """The whole job priced by :func:`azllm.memory.job_cost` (no cost keys when ``benchmark.job.tokens_per_s`` is
     unset): tokens of ``train`` on every process, tokens/s per GPU x processes, ``benchmark.job`` prices."""
-    J, T = cfg.benchmark.job, cfg.train
-    world = J.gpus_per_instance * J.instances
-    per_step = T.batch_size * T.grad_accum * T.block_size * world
+    job, train = cfg.benchmark.job, cfg.train
+    world = job.gpus_per_instance * job.instances
+    per_step = train.batch_size * train.grad_accum * train.block_size * world
     ckpt = checkpoint_bytes(cfg)
-    est = {"tokens": T.max_steps * per_step, "tokens_per_step": per_step, "steps": T.max_steps, "processes": world,
-           "instance": J.instance, "instances": J.instances, "tokens_per_s_per_gpu": J.tokens_per_s,
-           "price_per_hour": J.price_per_hour, "spot_price_per_hour": J.spot_price_per_hour,
-           "checkpoint_bytes": ckpt, "keep_checkpoints": T.save_total_limit, "planned_tokens": J.tokens,
-           "storage_price_gb_month": J.storage_price_gb_month}
-    if J.tokens_per_s:
-        est.update(mem.job_cost(tokens=est["tokens"], tokens_per_s=J.tokens_per_s * world, instances=J.instances,
-                                price_per_hour=J.price_per_hour, spot_price_per_hour=J.spot_price_per_hour,
-                                checkpoint_bytes=ckpt or 0, keep_checkpoints=T.save_total_limit,
-                                storage_price_gb_month=J.storage_price_gb_month))
+    est = {"tokens": train.max_steps * per_step, "tokens_per_step": per_step, "steps": train.max_steps,
+           "processes": world,
+           "instance": job.instance, "instances": job.instances, "tokens_per_s_per_gpu": job.tokens_per_s,
+           "price_per_hour": job.price_per_hour, "spot_price_per_hour": job.spot_price_per_hour,
+           "checkpoint_bytes": ckpt, "keep_checkpoints": train.save_total_limit, "planned_tokens": job.tokens,
+           "storage_price_gb_month": job.storage_price_gb_month}
+    if job.tokens_per_s:
+        est.update(mem.job_cost(tokens=est["tokens"], tokens_per_s=job.tokens_per_s * world, instances=job.instances,
+                                price_per_hour=job.price_per_hour, spot_price_per_hour=job.spot_price_per_hour,
+                                checkpoint_bytes=ckpt or 0, keep_checkpoints=train.save_total_limit,
+                                storage_price_gb_month=job.storage_price_gb_month))
     return est
 
 
@@ -293,12 +295,10 @@ def launch(params_file: str | os.PathLike, *, dry_run: bool = False, out_dir: st
     """Build the job of ``params_file``, ``show`` its cost (and with ``dry_run`` its description), write
     ``job.json`` to ``out_dir`` (default ``artifacts/<run_name>/launch``) and, unless ``dry_run``, start it (not
     waiting). Returns the record written."""
-    from . import run
-
     cfg = load_params(params_file)
     _check(cfg, dry_run=dry_run)
     _sdk()  # before anything is written
-    out = Path(out_dir) if out_dir else run.artifacts_dir(cfg) / "launch"
+    out = Path(out_dir) if out_dir else Paths(cfg).launch
     src = stage_source(params_file, out / "source")
     trainer, secrets = build_trainer(cfg, src, environ=environ, offline=dry_run)
     record = {"params_file": str(params_file), "dry_run": dry_run, "source_dir": str(src),

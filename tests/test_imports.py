@@ -1,0 +1,144 @@
+"""The direction of every import inside the package, read from the source (AST), function-level imports included:
+no import cycle between azllm's modules, and no arrow from the library up into the recipes, the presentation
+(tables, plots, report) or the command line. Layers, bottom up:
+
+- ``library``: every module but those below (text, data, tokenizer, ..., train, assemble, bench/*, corpus/*);
+- ``config``: the typed params (the library never reads them);
+- ``recipes``: ``azllm/recipes/*`` (read the config, call the library);
+- ``presentation``: ``tables``, ``plots``, ``report``;
+- ``cli``: ``cli``, ``__main__``.
+
+An arrow may only point to the same layer or a lower one (the library may not import the config either).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "azllm"
+LAYERS = {"library": 0, "config": 1, "recipes": 2, "presentation": 3, "cli": 4}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def layer(mod: str) -> str:
+    rest = mod.split(".")[1:]
+    if not rest:
+        return "library"
+    if rest[0] == "config":
+        return "config"
+    if rest[0] == "recipes":
+        return "recipes"
+    if rest[0] in ("tables", "plots", "report"):
+        return "presentation"
+    if rest[0] in ("cli", "__main__"):
+        return "cli"
+    return "library"
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> list[str]:
+    """The azllm modules an ``ImportFrom`` names (``from . import x`` -> the submodule ``pkg.x`` when it is one)."""
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        here = here[: len(here) - (node.level - 1)]
+        base = ".".join(here + ([node.module] if node.module else []))
+    if not base.startswith("azllm"):
+        return []
+    out = []
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        out.append(sub if sub in MODULES else base)
+    return out
+
+
+def imports_of(mod: str) -> set[str]:
+    """Every azllm module that ``mod`` imports anywhere in its source (module level and inside functions)."""
+    path = MODULES[mod]
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("azllm"))
+        elif isinstance(node, ast.ImportFrom):
+            out.update(_resolve(mod, path.name == "__init__.py", node))
+    out = {m if m in MODULES else _owner(m) for m in out}
+    out.discard(mod)
+    return {m for m in out if m}
+
+
+def _owner(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each a cycle of imports.
+
+    A package's ``__init__`` that re-exports its submodules and a submodule importing a sibling through the package
+    are not counted: Python imports the package first anyway, so the arrow submodule -> its own package is dropped.
+    """
+    g = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_sees_function_level_imports():
+    """The reader finds imports inside functions (the kind that hid the old cycle): assemble imports lora there."""
+    assert "azllm.lora" in GRAPH["azllm.assemble"] and "azllm.model" in GRAPH["azllm.assemble"]
+    assert "azllm.report" in GRAPH["azllm.cli"]
+
+
+def test_a_planted_cycle_is_found():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle():
+    assert _cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize("mod", sorted(MODULES))
+def test_no_arrow_up(mod):
+    up = sorted(d for d in GRAPH[mod] if LAYERS[layer(d)] > LAYERS[layer(mod)]
+                or (layer(mod) == "library" and layer(d) == "config"))
+    assert not up, f"{mod} ({layer(mod)}) imports {up} from a higher layer"

@@ -1,0 +1,27 @@
+"""Where a run's things live (azllm.recipes.paths.Paths): one object, every folder under the run's artifacts."""
+
+from pathlib import Path
+
+from azllm.config import load_params
+from azllm.recipes.paths import Paths
+
+
+def test_every_folder_is_under_the_run_artifacts(tmp_path, monkeypatch):
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path))
+    p = Paths(load_params(None, overrides={"run_name": "r"}))
+    assert p.artifacts == tmp_path / "r"
+    for f in (p.corpus_root, p.corpus("k"), p.tokenizer, p.tokenizers, p.recipe_step(1), p.tokens, p.dev_tokens("x"),
+              p.encoder_bench, p.run("lora", "k"), p.bench, p.methods_bench, p.overhead_bench, p.adapt, p.launch):
+        assert f.is_relative_to(p.artifacts), f
+    assert p.report("reports") == Path("reports") / "r"
+
+
+def test_tokens_dir_and_data_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(tmp_path))
+    p = Paths(load_params(None, overrides={"tokens": {"dir": str(tmp_path / "tok")}}))
+    assert p.tokens == tmp_path / "tok" and p.data_root == tmp_path.resolve()
+    (tmp_path / "a.txt").write_text("x")
+    assert p.existing("a.txt") == tmp_path / "a.txt" and p.existing("b.txt") is None
+    assert p.under_root("/abs/x") == Path("/abs/x")
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")
+    assert Paths(load_params(None)).data_root is None and Paths(load_params(None)).under_root("x") is None

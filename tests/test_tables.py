@@ -1,0 +1,61 @@
+"""Tables of the reports (azllm.tables): built from real results of a tiny run, nothing computed anew; an eval set
+of any name works (the adaptation table used to need one called "flores")."""
+
+import warnings
+
+import pytest
+
+from azllm import tables
+
+from train_helpers import data  # noqa: F401  (module fixture: tokenizer + token files of the fixture corpus)
+
+
+@pytest.fixture(scope="module")
+def run(data):  # noqa: F811
+    from azllm.recipes.train import train_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return train_model(data["P"], data, max_steps=4, output_dir=data["art"] / "tables-run", progress=False)
+
+
+def test_run_summary_flattens_every_final_metric(run):
+    row = tables.run_summary(run)
+    assert row["main_steps"] == 4 and row["method"] == "full"
+    assert row["final_val_bpb"] == run["final"]["val"]["bpb"] and row["final_flores_loss"] == run["final"]["flores"][
+        "loss"]
+    assert row["liger_applied"] == [] and row["tokens_per_s"] > 0
+
+
+def test_compare_rows_and_data_summary(run, data):  # noqa: F811
+    (row,) = tables.compare_rows([run])
+    assert row["val_bpb"] == round(run["final"]["val"]["bpb"], 4) and row["trainable"] == row["total"]
+    s = tables.data_summary(data, 3.0)
+    assert s["tokenizer_vocab"] == data["tokenizer"].vocab_size and s["dev_sets"] == "flores"
+
+
+def test_adapt_rows_use_the_runs_own_set_names(run):
+    renamed = {**run, "way": "keep", "vocab_size": 512, "new_rows": "none", "az_set": "my_az", "en_set": "val",
+               "curves": {**run["curves"], "eval": {"my_az": run["curves"]["eval"]["flores"],
+                                                     "val": run["curves"]["eval"]["val"]}},
+               "final": {"my_az": run["final"]["flores"], "val": run["final"]["val"]}}
+    (row,) = tables.adapt_rows([renamed], {"keep": 2.5})
+    assert row["az bpb after"] == run["final"]["flores"]["bpb"] and row["en bpb after"] == run["final"]["val"]["bpb"]
+    assert row["tokens/word"] == 2.5 and row["az bpb before"] == run["curves"]["eval"]["flores"][0]["bpb"]
+
+
+def test_split_rows_and_summary(data):  # noqa: F811
+    from azllm.tokens import read_header
+
+    enc = {"train": data["train"], "val": data["val"], "skipped": 0, "dtype": "uint16",
+           **{f"{s}_tokens": read_header(data[s])["n_tokens"] for s in ("train", "val")},
+           "train_docs": 90, "val_docs": 10}
+    s = tables.split_summary(enc)
+    assert s["val_share_of_docs"] == pytest.approx(0.1)
+    assert [r["split"] for r in tables.split_rows(enc)] == ["train", "val"]
+
+
+def test_records_turn_nan_into_none():
+    import pandas as pd
+
+    assert tables.records(pd.DataFrame([{"a": float("nan"), "b": 1.0}])) == [{"a": None, "b": 1.0}]
