@@ -295,14 +295,20 @@ def route_warnings() -> None:
 
 def route_library_output() -> None:
     """:func:`route_warnings`, and the progress bars and loggers of transformers / datasets / huggingface_hub off
-    the notebook's output (called by :func:`azllm.recipes.setup`)."""
+    the notebook's output (called by :func:`azllm.recipes.setup`). Without CUDA, DeepSpeed's accelerator is named CPU
+    (``DS_ACCELERATOR``, unless set): every Trainer imports the pinned DeepSpeed, whose own detection would print
+    "Setting accelerator to CPU" on stdout, i.e. into the page, and then pick CPU anyway."""
     route_warnings()
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
     import logging
 
     import datasets
+    import torch
     import transformers
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.disable_default_handler()
