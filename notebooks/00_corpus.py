@@ -88,8 +88,9 @@ with pd.option_context("display.max_colwidth", None):
 
 # %% [markdown]
 # ## The language mix
-# Labels of every document that reached language identification (`azllm/corpus/language.py`: lingua's bundled
-# models plus two script rules); only `corpus.languages` are kept.
+# Labels of every document that reached language identification (`azllm/corpus/language.py`: fastText's bundled
+# lid.176 with script rules and lingua's second say; `az`, `az-Cyrl`, `az-Arab`, one label per neighbour language,
+# `other`, `unknown`); only `corpus.languages` are kept.
 
 # %%
 langs = pd.Series(manifest["counts"]["languages"], name="documents")

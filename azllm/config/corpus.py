@@ -73,7 +73,8 @@ class CorpusConfig(_Section):
     """False: tokenizers and token files read ``data.train`` as found (``tokenizer.max_bytes_per_file`` caps
     each file for tokenizers)."""
     languages: list[str] = Field(default_factory=lambda: ["az"])
-    """Languages kept, from azllm.corpus.language.LABELS (az, az-Cyrl, tr, ru, en, unknown)."""
+    """Languages kept, from azllm.corpus.language.LABELS (az, az-Cyrl, az-Arab, tr, uz, kk, tk, tt, ky, ba, ru, uk,
+    fa, ar, en, other, unknown)."""
     quality: QualityConfig = Field(default_factory=QualityConfig)
     """The quality rules."""
     decontamination_n: int = 13
