@@ -32,6 +32,44 @@ def shared_root() -> Path | None:
     return root if (root / "data" / "az" / "train").is_dir() and (root / "tokenizers").is_dir() else None
 
 
+def notebook_stderr(run_dir: Path) -> list[str]:
+    """Every stderr stream output of the executed notebooks of a report (``<run_dir>/*.ipynb``), as
+    ``"<notebook> cell <n>: <first lines>"``."""
+    import nbformat
+
+    found = []
+    for nb_path in sorted(Path(run_dir).glob("*.ipynb")):
+        nb = nbformat.read(str(nb_path), as_version=4)
+        for i, cell in enumerate(nb.cells):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    head = "\n    ".join(out["text"].splitlines()[:5])
+                    found.append(f"{nb_path.name} cell {i}: {head}")
+    return found
+
+
+def run_notebooks(params_file, **kwargs):
+    """:func:`azllm.report.run_report` as ``make report`` runs it, then: no executed notebook holds a stderr stream
+    output (progress bars, library warnings and datatrove's log go to the terminal and ``run.log``, never into a
+    page). Every test that runs notebooks goes through here. Returns ``(run_dir, ok)``; the check is left out
+    when a notebook failed (the test's own ``assert ok`` says why).
+
+    The kernels run without ``$PYTEST_CURRENT_TEST``: with it, ipykernel does not capture the output written to
+    its file descriptors 1 and 2 (by worker processes, native code), which a report's kernel shows in the page."""
+    from azllm.report import run_report
+
+    was = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        run_dir, ok = run_report(params_file, **kwargs)
+    finally:
+        if was is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = was
+    if ok:
+        found = notebook_stderr(run_dir)
+        assert not found, "stderr output in the pages (route it to azllm.utils.log_stream):\n" + "\n".join(found)
+    return run_dir, ok
+
+
 def pytest_collection_modifyitems(config, items):
     if shared_root() is not None:
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from azllm.config import load_params
-from conftest import FIXTURES
+from conftest import FIXTURES, run_notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,11 +21,9 @@ def test_gpu_adapt_params_keep_the_hub_path():
 def test_notebook_05_on_tiny_params(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from azllm.report import run_report
-
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_report(REPO / "params/tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["05_adapt"])
+    run_dir, ok = run_notebooks(REPO / "params/tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["05_adapt"])
     m = json.loads((run_dir / "metrics.json").read_text())
     assert ok, m["notebooks"]
     a = m["metrics"]["adapt"]

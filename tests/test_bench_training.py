@@ -15,7 +15,7 @@ from azllm.recipes import benchmark as bench_recipe
 from azllm.bench import training as bt
 from azllm.bench.process import run_fresh
 from azllm.config import load_params
-from conftest import FIXTURES, TINY_MODEL
+from conftest import FIXTURES, TINY_MODEL, run_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"preset": "tiny", "vocab_size": 256, "data": "synthetic", "seq_len": 32, "batch_size": 2,
@@ -135,12 +135,10 @@ def test_gpu_entry_dry_run(tmp_path):
 
 
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
-    from azllm.report import run_report
-
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_report(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path,
-                             notebooks=["04_benchmark"])
+    run_dir, ok = run_notebooks(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path,
+                                notebooks=["04_benchmark"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["benchmark"]
     assert m["n_variants"] == 3 and m["n_ok"] == 2

@@ -245,3 +245,37 @@ def test_processes_cleaning_at_once_share_one_result(tmp_path, data_root):
     for p in procs:
         assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
     assert len(list(out.glob("*/manifest.json"))) == 1 and not list(out.glob("*.work"))
+
+
+STDIN_SCRIPT = """
+import json, sys
+from azllm.corpus import clean_corpus
+from azllm.data import resolve_source
+r = resolve_source({"path": "data/az/train/*"}, ROOT)
+m = clean_corpus([r], OUT, eval_lines={"x": ["a b c"]}, languages=["az"], quality={}, tasks=2, workers=2)
+print("RESULT", json.dumps({"kept": m["counts"]["by_source"]["total"]["kept_docs"], **m["performance"]}))
+"""
+
+
+STDIN_LIMIT_S = 120
+
+
+def test_a_run_from_standard_input_finishes(tmp_path, data_root):
+    """``python - < script.py``: the workers could not re-run ``<stdin>`` and were restarted forever (12 MB of
+    tracebacks a minute); now the tasks run in the process, which says so, within the time limit."""
+    script = STDIN_SCRIPT.replace("ROOT", repr(str(data_root))).replace("OUT", repr(str(tmp_path / "out")))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("AZLLM_LOG", None)
+    proc = subprocess.Popen([sys.executable, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, cwd=tmp_path, env=env, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(script, timeout=STDIN_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)   # the run and its forkserver, workers and manager
+        out, _ = proc.communicate()
+        pytest.fail(f"the run from standard input did not finish in {STDIN_LIMIT_S} s:\n" + out[-3000:])
+    assert proc.returncode == 0, out[-3000:]
+    assert "'<stdin>' does not exist" in out and "running the 2 tasks one after another in this process" in out
+    result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["kept"] > 1000 and result["workers"] == 1
+    assert "FileNotFoundError" not in out

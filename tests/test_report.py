@@ -12,15 +12,23 @@ from nbformat.v4 import new_code_cell, new_notebook
 import yaml
 
 from azllm.report import run_report
-from conftest import FIXTURES, shared_root
+from conftest import FIXTURES, run_notebooks, shared_root
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _stderr_outputs(nb_path: Path) -> list[str]:
-    nb = nbformat.read(str(nb_path), as_version=4)
-    return [o["text"] for c in nb.cells for o in c.get("outputs", [])
-            if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+def _tiny_params(tmp_path: Path, data: str = "fixture", **sections) -> Path:
+    """params/tiny.yaml on the fixture corpus (without the baselines, which live in shared/tokenizers) or on the
+    full shared folder (with them), ``sections`` laid over it, written to ``tmp_path``."""
+    params = yaml.safe_load((REPO / "params/tiny.yaml").read_text())
+    for name, values in sections.items():
+        params[name] = {**params.get(name, {}), **values}
+    if data == "fixture":
+        params.update(baselines={}, data={**params["data"], "root": str(FIXTURES)})
+    else:
+        params["data"]["root"] = str(shared_root())
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    return tmp_path / "tiny.yaml"
 
 
 @pytest.mark.parametrize("data", ["fixture", pytest.param("shared", marks=[pytest.mark.needs_shared,
@@ -29,13 +37,8 @@ def test_tokenizer_notebook_end_to_end(data, tmp_path, monkeypatch):
     """params/tiny.yaml on the fixture corpus (without the baselines, which live in shared/tokenizers) or on the
     full shared folder (with them)."""
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
-    params = yaml.safe_load((REPO / "params/tiny.yaml").read_text())
-    if data == "fixture":
-        params.update(baselines={}, data={**params["data"], "root": str(FIXTURES)})
-    else:
-        params["data"]["root"] = str(shared_root())
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
-    run_dir, ok = run_report(tmp_path / "tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["01_tokenizers"])
+    run_dir, ok = run_notebooks(_tiny_params(tmp_path, data), reports_dir=tmp_path / "reports",
+                                notebooks=["01_tokenizers"])
     assert ok
     for f in ("index.html", "01_tokenizers.html", "01_tokenizers.ipynb", "metrics.json", "params.yaml"):
         assert (run_dir / f).is_file(), f
@@ -54,10 +57,24 @@ def test_tokenizer_notebook_end_to_end(data, tmp_path, monkeypatch):
         {"gpt2", "xlm-r"} if data == "shared" else set())
     html = (run_dir / "01_tokenizers.html").read_text()
     assert "data:image/png;base64" in html  # the plots are in the page
-    assert "run.setup(" not in html  # code hidden by default
-    assert _stderr_outputs(run_dir / "01_tokenizers.ipynb") == []  # progress and warnings went to the log
+    assert "recipes.setup(" not in html  # code hidden by default
     assert "training tokenizers" in (run_dir / "run.log").read_text()
     assert "01_tokenizers.html" in (run_dir / "index.html").read_text()
+
+
+@pytest.mark.slow  # 13-21 s on 2 cores
+def test_corpus_notebook_page_holds_no_datatrove_log(tmp_path, monkeypatch):
+    """Notebook 00 runs the corpus stage on datatrove's worker processes (forkserver, here in a Jupyter kernel):
+    their loguru lines (pipeline banners, per-task stats) go to run.log and the terminal, not into the page."""
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    params = _tiny_params(tmp_path, corpus={"tasks": 2, "workers": 2})
+    run_dir, ok = run_notebooks(params, reports_dir=tmp_path / "reports", notebooks=["00_corpus"])
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert ok, m["notebooks"]
+    assert m["metrics"]["corpus"]["performance"]["workers"] == 2  # worker processes ran, in the kernel
+    log = (run_dir / "run.log").read_text()
+    assert "Launching pipeline for rank=" in log and "2/2 tasks completed." in log  # the latter: a worker's line
+    assert "Launching pipeline" not in (run_dir / "00_corpus.html").read_text()
 
 
 def test_failed_cell_exits_nonzero_and_keeps_partial_report(tmp_path):

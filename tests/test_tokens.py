@@ -20,7 +20,7 @@ from azllm.tokenizer import load_tokenizer, train_tokenizer
 from azllm.tokens import (HEADER_SIZE, TokenFile, TokenFileError, encode_corpus, read_header, split_of,
                           token_dtype)
 
-from conftest import FIXTURES, TINY_MODEL
+from conftest import FIXTURES, TINY_MODEL, run_notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -349,12 +349,10 @@ def test_params_schema():
 
 @pytest.mark.slow
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
-    from azllm.report import run_report
-
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
-                             notebooks=["02_tokens"])
+    run_dir, ok = run_notebooks(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
+                                notebooks=["02_tokens"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]
     stats = m["tokens_corpus"]

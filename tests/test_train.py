@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import FIXTURES
+from conftest import FIXTURES, run_notebooks
 from train_helpers import data, tiny_params  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,11 +183,10 @@ def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
 
 @pytest.mark.slow  # ~40-75 s: a kernel, a tokenizer, a training run and a QLoRA run in a child process
 def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
-    from azllm.report import run_report
-
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_report(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["03_train"])
+    run_dir, ok = run_notebooks(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
+                                notebooks=["03_train"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert ok, metrics["notebooks"]
     m = metrics["metrics"]["train"]

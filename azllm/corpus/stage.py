@@ -11,6 +11,7 @@ import json
 import os
 import resource
 import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -26,7 +27,7 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.utils.hashing import HashConfig
 
 from ..data import DataError, Resolved
-from ..utils import atomic_write_text, json_hash, log_stream, replace_dir
+from ..utils import LOG_ENV, atomic_write_text, json_hash, log_stream, replace_dir
 from .pipeline import (STEPS, AzWords, DecontaminationFilter, LanguageFilter, QualityFilter, SourceReader,
                        exact_key, input_ids, read_jsonl, writer)
 
@@ -42,16 +43,69 @@ def corpus_key(inputs: list[dict], settings: dict) -> str:
     return json_hash({"inputs": inputs, "settings": settings})
 
 
+class _Executor(LocalPipelineExecutor):
+    """datatrove's local executor whose worker processes write their log where the parent's goes.
+
+    Each worker (started by datatrove's forkserver) sets up its own loguru sinks on its ``sys.stderr``, which is
+    the file descriptor 2 it inherited: in a report's kernel, a pipe the kernel shows as the page's stderr. So a
+    worker first points its descriptor 2 at ``log`` (the run's log, :data:`azllm.utils.LOG_ENV`): loguru, Python
+    tracebacks and anything native then reach the log and the terminal, never the page. Without ``log`` (no
+    report) the workers keep the caller's stderr. The parent process, which runs the tasks itself when
+    ``workers`` is 1, is left alone: :func:`_run` redirects its ``sys.stderr`` for the run."""
+
+    def __init__(self, *args, log: str | None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log, self.parent_pid = log, os.getpid()
+
+    def _launch_run_for_rank(self, rank, ranks_q, completed=None, completed_lock=None):
+        if self.log and os.getpid() != self.parent_pid and _WORKER_LOG.get("path") != self.log:
+            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            sys.stderr.flush()
+            os.dup2(fd, 2)   # a worker process is ours alone: its stderr stays on the log until it exits
+            os.close(fd)
+            _WORKER_LOG["path"] = self.log
+        return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)
+
+
+_WORKER_LOG: dict = {}
+"""In a worker process: the log its descriptor 2 points at (set once per process)."""
+
+
+def _workers_can_start() -> tuple[bool, str]:
+    """Whether datatrove's worker processes can start in this process, and why not.
+
+    A worker of the forkserver re-runs the caller's main script by its path (``multiprocess.spawn``: when
+    ``__main__`` was not started with ``-m`` and has a ``__file__``). With ``python - < script.py`` that path is
+    ``<stdin>``, which is no file: every worker dies at start and the pool starts another, forever. A main module
+    without ``__file__`` (``python -c``, an interactive session, a Jupyter kernel, where ``__main__`` is the
+    kernel's namespace) is not re-run, so workers start there; so they do with ``python -m`` and with a script
+    file (which needs an ``if __name__ == "__main__":`` guard).
+    """
+    from multiprocess import process
+
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return True, "started with -m"
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return True, "no main script"
+    full = path if os.path.isabs(path) else os.path.join(process.ORIGINAL_DIR or os.getcwd(), path)
+    if os.path.isfile(full):
+        return True, f"main script {full}"
+    return False, (f"the main module's file {path!r} does not exist (a script read from standard input?), so "
+                   "worker processes cannot start")
+
+
 def _run(pipeline, work: Path, name: str, tasks: int, workers: int) -> None:
-    """One datatrove executor run; its log lines go to :func:`azllm.utils.log_stream` (terminal or run log)
-    and to ``<work>/logs/<name>/``."""
+    """One datatrove executor run; its log lines, the workers' included (:class:`_Executor`), go to
+    :func:`azllm.utils.log_stream` (terminal or run log) and to ``<work>/logs/<name>/``."""
     from loguru import logger
 
     logger.remove()
     logger.add(log_stream(), level="INFO")   # the parent's lines; each task sets its own from sys.stderr
     with contextlib.redirect_stderr(log_stream()):
-        LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks),
-                              logging_dir=str(work / "logs" / name)).run()
+        _Executor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks), logging_dir=str(work / "logs" / name),
+                  log=os.environ.get(LOG_ENV) or None).run()
 
 
 def _fill_empty_shards(folder: Path, tasks: int) -> None:
@@ -140,8 +194,15 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
     ``tasks`` (shards) / ``workers`` (processes).
 
     Processes that call it at once (torchrun ranks) wait on a lock: one cleans, the others read its manifest.
-    The workers are started by a forkserver that imports the caller's ``__main__``: a script calling this needs
-    an ``if __name__ == "__main__":`` guard."""
+    The workers are started by a forkserver, and each re-runs the caller's main script by its path: a script
+    calling this needs an ``if __name__ == "__main__":`` guard. A main module whose file does not exist (a script
+    read from standard input, ``python - < script.py``) cannot be re-run, and its workers would die at start and
+    be restarted forever: there the tasks run one after another in this process (``workers=1``, said in the log;
+    same tasks, same output, recorded as 1 worker in ``performance``). Running in-process was chosen over
+    failing, because the result is the same and only slower; detecting it beforehand (:func:`_workers_can_start`
+    mirrors the rule of ``multiprocess.spawn``) was chosen over watching for dying workers, which the pool hides.
+    ``python -c``, interactive sessions and Jupyter kernels have no main file to re-run: workers start there.
+    The workers' datatrove log goes where this process's does (:class:`_Executor`)."""
     settings = {"format": FORMAT, "languages": list(languages), "quality": dict(quality), "decontamination_n": decontamination_n,
                 "decontamination_min_words": decontamination_min_words,
                 "minhash": {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8, **(minhash or {})},
@@ -159,6 +220,12 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
 def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: int, workers: int) -> dict:
     """The stage's work in ``<out>.work``, then the manifest, then the rename to ``out``."""
     work = out.with_name(out.name + ".work")
+    can, why = _workers_can_start()
+    if workers > 1 and not can:
+        print(f"azllm corpus: {why}: running the {tasks} tasks one after another in this process; for "
+              f"{workers} worker processes run the script from a file (with an `if __name__ == \"__main__\":` "
+              "guard)", file=log_stream(), flush=True)
+        workers = 1
     t0 = time.perf_counter()
     _stages(sources, work, eval_lines, settings, tasks, workers)
     seconds = time.perf_counter() - t0
