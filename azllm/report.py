@@ -183,13 +183,67 @@ def _collect(run_dir: Path) -> dict:
     return out
 
 
-def _headline(metrics: dict) -> list[tuple[str, str]]:
-    rows = []
-    for section, values in metrics.items():
-        for k, v in values.items():
-            if isinstance(v, (int, float, str)) and not isinstance(v, bool) and len(rows) < 40:
-                rows.append((f"{section}.{k}", f"{v:.4g}" if isinstance(v, float) else str(v)))
-    return rows
+def _f(x, fmt: str = "{:.3f}") -> str:
+    return "—" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
+
+
+def _tokenizer_answer(m: dict) -> tuple | None:
+    t = m.get("tokenizers") or {}
+    if not t.get("best"):
+        return None
+    ev = t.get("selected_on")
+    ref = {r["tokenizer"]: r["fertility"] for r in t.get("table", []) if r.get("eval_set") == ev}
+    refs = ", ".join(f"{n} {_f(ref[n])}" for n in ("llama3", "aztc-32k") if n in ref)
+    return ("Tokens per word", f"{t['best']}: {_f(t.get('best_fertility'))} on {ev}",
+            refs or "no baseline in this run", "01_tokenizers.html")
+
+
+def _bpb_answer(m: dict) -> tuple | None:
+    import math
+
+    t = m.get("train") or {}
+    if t.get("final_val_bpb") is None:
+        return None
+    held = {k[len("final_"):-len("_bpb")]: v for k, v in t.items() if k.startswith("final_") and k.endswith("_bpb")}
+    uniform = (math.log2(t["tokenizer_vocab"]) / t["train_bytes_per_token"]
+               if t.get("tokenizer_vocab") and t.get("train_bytes_per_token") else None)
+    return ("Held-out bits per byte", ", ".join(f"{k} {_f(v)}" for k, v in held.items()),
+            f"a uniform guess over the vocabulary: {_f(uniform)}", "03_train.html")
+
+
+def _adapt_answer(m: dict) -> tuple | None:
+    runs = (m.get("adapt") or {}).get("runs") or []
+    if not runs:
+        return None
+    best = min(runs, key=lambda r: r["az bpb after"])
+    return ("Adaptation that wins (Azerbaijani bpb)",
+            f"{best['way']} / {best['method']}: {_f(best['az bpb before'])} → {_f(best['az bpb after'])}; English "
+            f"{_f(best['en bpb before'])} → {_f(best['en bpb after'])} "
+            f"({_f(best['en bpb after'] - best['en bpb before'], '{:+.3f}')})",
+            "the base before adaptation (step 0)", "05_adapt.html")
+
+
+def _technique_answers(m: dict) -> list[tuple]:
+    b = m.get("benchmark") or {}
+    ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed ×") is not None]
+    out = []
+    if ok:
+        out.append(("Speed × and memory × of each technique", "; ".join(
+            f"{r['variant']} {_f(r['speed ×'], '{:.2f}')} / {_f(r.get('memory ×'), '{:.2f}')}" for r in ok),
+            "the baseline variant = 1.00 / 1.00", "04_benchmark.html"))
+    cost = [r for r in b.get("cost") or [] if r.get("$ per 1B tokens") is not None]
+    if cost:
+        out.append(("$ per billion tokens", "; ".join(f"{r['variant']} ${r['$ per 1B tokens']:,.0f}" for r in cost),
+                    f"at {_f(cost[0].get('price/h'), '${:.2f}')}/h, the measured tokens/s of this machine",
+                    "04_benchmark.html"))
+    return out
+
+
+def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
+    """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
+    produce is left out. Every number is also in metrics.json."""
+    rows = [_tokenizer_answer(metrics), _bpb_answer(metrics), _adapt_answer(metrics), *_technique_answers(metrics)]
+    return [r for r in rows if r is not None]
 
 
 def _data_source(cfg: Config, params_file: Path, run_dir: Path) -> tuple[Config, Path, dict]:
@@ -215,7 +269,8 @@ def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict, 
     items = "\n".join(
         f'<li><a href="{e(p["html"])}">{e(p["name"])}</a> — <b class="{p["status"]}">{e(p["status"])}</b>'
         f' ({p["seconds"]:.0f} s){(" — " + e(p["error"])) if p.get("error") else ""}</li>' for p in pages)
-    rows = "\n".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _headline(collected["metrics"]))
+    rows = "\n".join(f'<tr><td>{e(q)}</td><td>{e(a)}</td><td>{e(ref)}</td><td><a href="{e(page)}">{e(page)}</a></td>'
+                     "</tr>" for q, a, ref, page in _headline(collected["metrics"]))
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>azllm — {e(meta['run_name'])}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} td{{padding:2px 8px}}
 .ok{{color:green}} .failed{{color:#b00}} .skipped{{color:#888}} code{{background:#eee}}</style></head><body>
@@ -224,10 +279,10 @@ def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict, 
 commit <code>{e(str(meta['git_commit']))}</code>, seed {meta['seed']}, {e(meta['time_utc'])}<br>
 machine: {e(str(meta['machine'].get('processor')))}, {meta['machine'].get('cpu_count')} cores,
 GPU: {e(", ".join(meta['machine'].get('gpus', [])) or 'none')}</p>
+<h2>The answers</h2><table><tr><th>question</th><th>this run</th><th>beside</th><th>page</th></tr>{rows}</table>
 <h2>Pages</h2><ul>{items}</ul>
 <p><a href="metrics.json">metrics.json</a> (every number, with params, versions and input sha256s) ·
-<a href="params.yaml">params.yaml</a></p>
-<h2>Headline numbers</h2><table>{rows}</table></body></html>"""
+<a href="params.yaml">params.yaml</a></p></body></html>"""
     atomic_write_text(run_dir / "index.html", _with_banner(doc, banner))
 
 

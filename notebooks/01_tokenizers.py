@@ -77,6 +77,9 @@ print(f"{len(trained)} trained, {len(baselines)} baselines")
 
 # %% [markdown]
 # ## Every tokenizer on every held-out set
+#
+# `parity` (tokens of a line over tokens of its English translation) needs a line-parallel English side: a set
+# without one (`data.parallel`) shows "—" there.
 
 # %%
 rows = metrics.evaluate({**trained, **baselines}, evals, parallel)

@@ -65,14 +65,15 @@ print("model:", res["config"])
 # variant that is fast but wrong shows here (LoRA trains far fewer weights, so its loss falls more slowly over
 # these few steps: that is expected, not a bug). `load` is the machine's 1-minute load average when the variant
 # finished: on a shared machine throughput spreads widely (memory does not). A variant that cannot run on this device
-# is listed with the reason, an out-of-memory as "OOM at batch …".
+# is listed with the reason, an out-of-memory as "OOM at batch …"; its measurement columns show "—" (nothing was
+# measured).
 
 # %%
 summary = tables.summary_table(res)
 cols = ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×", "step ms", "step ms min",
         "step ms max", "peak MB", "peak MB min", "peak MB max", "memory ×", "loss first", "loss last", "trainable", "load"]
 cols += [c for c in ("reserved MB",) if c in summary]
-display(summary[[c for c in cols if c in summary]])
+display(summary[[c for c in cols if c in summary]].style.format(precision=3))
 notes = summary[summary.status != "ok"][["variant", "status", "note"]]
 if len(notes):
     display(Markdown("**Not run here:**\n\n" + "\n".join(f"- `{r.variant}`: {r.status} — {r.note}"
@@ -96,7 +97,7 @@ fig = plots.variant_bars(summary)
 
 # %%
 pred = tables.prediction_table(res)
-display(pred)
+display(pred.style.format(precision=3))
 worst, sentences = tables.prediction_notes(pred)
 print("\n".join(sentences))
 report.record(out_dir, "benchmark", {"max_rel_error_pred_vs_measured": worst})
@@ -130,7 +131,7 @@ models, variants = benchmark.fit_models(cfg)
 F = B.fit
 fit = tables.fit_table(models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb,
                        device="cuda")
-display(fit)
+display(fit.style.format(precision=3))
 
 # %% [markdown]
 # ## Cost per billion training tokens
@@ -141,7 +142,7 @@ display(fit)
 
 # %%
 cost = tables.cost_table(res, B.price_per_hour, B.price_label)
-display(cost)
+display(cost.style.format(precision=3))
 report.record_training_benchmark(out_dir, res, summary, pred, cost, fit)
 print("recorded to metrics.json: section 'benchmark'")
 
@@ -156,7 +157,7 @@ print("recorded to metrics.json: section 'benchmark'")
 # %%
 job = tables.job_cost_table(res, **B.job.model_dump())
 report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": tables.records(job)})
-display(job)
+display(job.style.format(precision=3))
 
 # %% [markdown]
 # ## The 1B setup as launched

@@ -153,6 +153,10 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     assert all(r["peak MB"] > 0 for r in m["variants"] if r["status"] == "ok")
     base = next(r for r in m["results"] if r["variant"] == "baseline")
     assert len(set(base["pids"])) == 2 and len(base["tokens_per_s"]) == 2  # 2 rounds x 1 window, pooled
-    assert base["loss_last_max_diff"] == 0.0  # same seed and batches in both processes
+    assert base["loss_last_max_diff"] == 0.0  # same seed and batches
+    html = (run_dir / "04_benchmark.html").read_text()
+    assert ">nan<" not in html.lower() and ">—<" in html  # the unavailable liger row: "—", not nan
+    index = (run_dir / "index.html").read_text()
+    assert "Speed × and memory ×" in index and "$ per billion tokens" in index in both processes
     liger = next(r for r in m["results"] if r["variant"] == "liger")
     assert len(liger["pids"]) == 1  # "not available" is said once, not re-run

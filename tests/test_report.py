@@ -60,6 +60,9 @@ def test_tokenizer_notebook_end_to_end(data, tmp_path, monkeypatch):
     assert "recipes.setup(" not in html  # code hidden by default
     assert "training tokenizers" in (run_dir / "run.log").read_text()
     assert "01_tokenizers.html" in (run_dir / "index.html").read_text()
+    assert ">nan<" not in html.lower()  # a value that does not apply (xwmt has no parallel side) shows as "—"
+    index = (run_dir / "index.html").read_text()
+    assert index.index("The answers") < index.index("Pages") and "Tokens per word" in index
 
 
 @pytest.mark.slow  # 13-21 s on 2 cores
@@ -115,3 +118,34 @@ def test_unknown_notebook_is_a_params_error(tmp_path):
     params.write_text("notebooks: [99_nope]\n")
     with pytest.raises(ParamsError, match="99_nope"):
         run_report(params, reports_dir=tmp_path)
+
+
+def test_the_index_answers_the_study_beside_its_reference_points():
+    """The answers are read from the parts the notebooks record (shapes as in metrics.json); a part a run did not
+    produce is left out."""
+    from azllm.report import _headline
+
+    metrics = {
+        "tokenizers": {"best": "bpe-32k", "best_fertility": 1.44, "selected_on": "flores",
+                       "table": [{"tokenizer": "llama3", "eval_set": "flores", "fertility": 3.41},
+                                 {"tokenizer": "aztc-32k", "eval_set": "flores", "fertility": 1.467},
+                                 {"tokenizer": "llama3", "eval_set": "xwmt", "fertility": 9.0}]},
+        "train": {"final_val_bpb": 2.4, "final_flores_bpb": 2.37, "tokenizer_vocab": 8192,
+                  "train_bytes_per_token": 3.25},
+        "adapt": {"runs": [{"way": "keep", "method": "full", "az bpb before": 3.0, "az bpb after": 2.5,
+                            "en bpb before": 1.5, "en bpb after": 1.7},
+                           {"way": "extend", "method": "lora", "az bpb before": 3.1, "az bpb after": 2.2,
+                            "en bpb before": 1.5, "en bpb after": 1.6}]},
+        "benchmark": {"variants": [{"variant": "baseline", "status": "ok", "speed ×": 1.0, "memory ×": 1.0},
+                                   {"variant": "liger", "status": "unavailable", "speed ×": None}],
+                      "cost": [{"variant": "baseline", "$ per 1B tokens": 1234.0, "price/h": 3.5}]}}
+    rows = {q: (a, ref, page) for q, a, ref, page in _headline(metrics)}
+    assert rows["Tokens per word"] == ("bpe-32k: 1.440 on flores", "llama3 3.410, aztc-32k 1.467",
+                                       "01_tokenizers.html")
+    assert rows["Held-out bits per byte"][0] == "val 2.400, flores 2.370"
+    assert rows["Held-out bits per byte"][1] == "a uniform guess over the vocabulary: 4.000"
+    assert rows["Adaptation that wins (Azerbaijani bpb)"][0].startswith("extend / lora: 3.100 → 2.200")
+    assert "(+0.100)" in rows["Adaptation that wins (Azerbaijani bpb)"][0]
+    assert rows["Speed × and memory × of each technique"][0] == "baseline 1.00 / 1.00"  # liger did not run
+    assert rows["$ per billion tokens"][0] == "baseline $1,234"
+    assert _headline({}) == []
