@@ -14,6 +14,8 @@ import pytest
 from azllm.corpus import language
 from azllm.corpus.language import LABELS, detect, script
 
+from corpus_helpers import PROSE, TURKISH, flores  # noqa: F401
+
 NEIGHBOURS = {
     "tr": ["Türkiye'nin en büyük şehri olan İstanbul, iki kıtaya yayılmış tarihi bir liman kentidir.",
            "Yarın sabah erkenden yola çıkacağız, bu yüzden bu akşam çantalarımızı hazırlamamız gerekiyor.",
@@ -111,3 +113,12 @@ def test_a_missing_model_says_what_to_install(monkeypatch):
             detect(["Salam"])
     finally:
         language._model.cache_clear()
+
+
+def test_language_labels(flores):  # noqa: F811
+    labels = detect([TURKISH, "Президент подписал новый закон об образовании.", "The law was signed yesterday.",
+                     "Бу ҝүн һава чох ҝөзәлдир.", PROSE[1],
+                     "Bu gün hava günəşlidir ve çok güzel"])     # colloquial az, Turkish spelling, but a schwa
+    assert labels == ["tr", "ru", "en", "az-Cyrl", "az", "az"]
+    got = detect(flores)
+    assert got.count("az") / len(got) >= 0.99

@@ -1,0 +1,156 @@
+"""The corpus stage end to end (azllm.corpus.stage on datatrove): each step, the manifest and its cache, bad input,
+a hub source, a killed run, several processes at once, a run from standard input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from azllm.corpus import clean_corpus, in_input_order, read_jsonl
+from azllm.data import DataError, resolve_source
+
+from corpus_helpers import AMENDMENTS, KILL_SCRIPT, PROSE, TURKISH, _clean, _write, cleaned, flores  # noqa: F401
+
+
+def test_each_step_removes_what_it_should(cleaned):
+    tmp, m = cleaned
+    folder = tmp / "out" / m["key"]
+    removed = {step: [r["text"] for r in read_jsonl(folder / "removed" / step)]
+               for step in ("quality", "language", "decontamination", "exact_dedup", "near_dedup")}
+    assert removed["quality"] == ["FƏSİL 3"]
+    assert removed["language"] == [TURKISH]
+    assert len(removed["decontamination"]) == 1 and removed["decontamination"][0].startswith("Xəbərə görə")
+    assert len(removed["exact_dedup"]) == 1                       # PROSE[2] in capitals: same normalized text
+    assert len(removed["near_dedup"]) == 2                         # two of the three amendment notes
+    kept = [r["text"] for r in read_jsonl(folder / "clean")]
+    assert sorted(kept) == sorted([AMENDMENTS[0]] + PROSE[:2] + [PROSE[2], PROSE[3]]) or \
+        sum(a in kept for a in AMENDMENTS) == 1 and all(p in kept for p in PROSE[:2] + PROSE[3:])
+    assert [r["metadata"]["order"] for r in in_input_order(folder / "clean")] == sorted(
+        r["metadata"]["order"] for r in read_jsonl(folder / "clean"))
+    t = m["counts"]["by_source"]["total"]
+    assert (t["input_docs"], t["kept_docs"]) == (11, 5)
+    assert m["counts"]["by_source"]["news"]["language_docs"] == 1
+    assert m["counts"]["languages"] == {"az": 9, "tr": 1}     # "FƏSİL 3" left at the quality step
+
+
+
+def test_manifest_records_inputs_settings_and_rerun_is_skipped(cleaned, flores):
+    tmp, m = cleaned
+    folder = tmp / "out" / m["key"]
+    on_disk = json.loads((folder / "manifest.json").read_text())
+    assert on_disk["inputs"][0]["sha256"] and on_disk["settings"]["decontamination_n"] == 13
+    assert on_disk["settings"]["minhash"] == {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8}
+    before = (folder / "manifest.json").stat().st_mtime_ns
+    again = _clean(tmp / "src", tmp / "out", {"flores": flores})
+    assert again == on_disk and (folder / "manifest.json").stat().st_mtime_ns == before
+    other = _clean(tmp / "src", tmp / "out", {"flores": flores}, decontamination_n=8)
+    assert other["key"] != m["key"]
+    assert not list((tmp / "out").glob("*.work"))
+
+
+
+def test_a_source_filtered_to_nothing_is_an_error(tmp_path, flores):
+    _write(tmp_path / "src", "ok.txt", PROSE)
+    _write(tmp_path / "src", "turkish.txt", [TURKISH, "Bugün hava çok güzel ve güneşli, dışarı çıkalım mı?"])
+    with pytest.raises(DataError, match=r"source\(s\) \['turkish'\] filtered down to nothing"):
+        _clean(tmp_path / "src", tmp_path / "out", {"flores": flores}, tasks=1, workers=1)
+    assert not any((p / "manifest.json").exists() for p in (tmp_path / "out").iterdir())
+
+
+
+@pytest.mark.parametrize("name,content,match", [
+    ("bad.parquet", b"PAR1 this is not parquet", r"bad.parquet: not a readable parquet file"),
+    ("recs.jsonl", '{"body": "Salam"}\n'.encode(), r"recs.jsonl:1: no field 'text'"),
+    ("latin1.txt", "Bakı şəhəri\n".encode("utf-8") + b"caf\xe9 au lait\n", r"latin1.txt: not valid UTF-8"),
+])
+def test_bad_input_names_the_file(tmp_path, flores, name, content, match):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / name).write_bytes(content)
+    with pytest.raises(DataError, match=match):
+        _clean(tmp_path / "src", tmp_path / "out", {"flores": flores}, tasks=1, workers=1)
+
+
+
+def test_hub_source_is_downloaded_once_and_cleaned(tmp_path, flores):
+    ds = tmp_path / "hub_ds"
+    ds.mkdir()
+    (ds / "train.jsonl").write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in PROSE))
+    r = resolve_source({"hub": str(ds)}, None)
+    m = clean_corpus([r], tmp_path / "out", eval_lines={"flores": flores}, languages=["az"], quality={},
+                     tasks=1, workers=1)
+    assert m["inputs"][0]["fingerprint"] and m["counts"]["by_source"]["total"]["kept_docs"] == 4
+
+
+
+def test_a_killed_run_leaves_nothing_taken_as_finished(tmp_path, data_root, flores):
+    src = data_root / "data/az/train"
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], env={**os.environ},
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.glob("*.work/removed")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)   # the run and its worker, forkserver and manager processes
+    proc.wait()
+    assert list(out.glob("*.work")), "the run was killed before it started writing"
+    assert not list(out.glob("*/manifest.json"))
+    done = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (finished,) = list(out.glob("*/manifest.json"))
+    m = json.loads(finished.read_text())
+    assert m["counts"]["by_source"]["total"]["input_docs"] > 1000
+    assert not list(out.glob("*.work"))
+
+
+
+def test_processes_cleaning_at_once_share_one_result(tmp_path, data_root):
+    """Like torchrun ranks of one run: both finish, one cleaned corpus, no work folder left."""
+    src, out = data_root / "data/az/train", tmp_path / "out"
+    procs = [subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
+    assert len(list(out.glob("*/manifest.json"))) == 1 and not list(out.glob("*.work"))
+
+
+
+STDIN_SCRIPT = """
+import json, sys
+from azllm.corpus import clean_corpus
+from azllm.data import resolve_source
+r = resolve_source({"path": "data/az/train/*"}, ROOT)
+m = clean_corpus([r], OUT, eval_lines={"x": ["a b c"]}, languages=["az"], quality={}, tasks=2, workers=2)
+print("RESULT", json.dumps({"kept": m["counts"]["by_source"]["total"]["kept_docs"], **m["performance"]}))
+"""
+
+
+
+STDIN_LIMIT_S = 120
+
+
+
+def test_a_run_from_standard_input_finishes(tmp_path, data_root):
+    """``python - < script.py``: the workers could not re-run ``<stdin>`` and were restarted forever (12 MB of
+    tracebacks a minute); now the tasks run in the process, which says so, within the time limit."""
+    script = STDIN_SCRIPT.replace("ROOT", repr(str(data_root))).replace("OUT", repr(str(tmp_path / "out")))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("AZLLM_LOG", None)
+    proc = subprocess.Popen([sys.executable, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, cwd=tmp_path, env=env, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(script, timeout=STDIN_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)   # the run and its forkserver, workers and manager
+        out, _ = proc.communicate()
+        pytest.fail(f"the run from standard input did not finish in {STDIN_LIMIT_S} s:\n" + out[-3000:])
+    assert proc.returncode == 0, out[-3000:]
+    assert "'<stdin>' does not exist" in out and "running the 2 tasks one after another in this process" in out
+    result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["kept"] > 1000 and result["workers"] == 1
+    assert "FileNotFoundError" not in out
+
