@@ -189,10 +189,27 @@ class StopOnSignalCallback(_trainer_callback_base()):
     """SIGTERM (a spot instance's interruption notice, a cluster's preemption): the current step finishes, a
     complete checkpoint is written at once, and training stops; :func:`run_training` then returns an
     ``interrupted`` result without the final evaluation, so the process exits within the notice period and a
-    restart resumes from that checkpoint."""
+    restart resumes from that checkpoint.
+
+    Several processes agree on the stop step. Each rank's handler only sets its own flag, and the signal can reach
+    the ranks on different steps (a launcher that signals its workers one after the other, a signal sent to one
+    process only); a rank that stopped alone would enter the checkpoint's collectives while the others train on,
+    and the job would hang. So under ``torch.distributed`` the flag is read, as an all-reduce (MAX) of one number on
+    the Trainer's device (gloo on CPU, NCCL on a GPU), only at the steps where every rank syncs anyway: logging
+    steps, evaluations, checkpoints and the last step (the Trainer sets those flags from the step count, the same on
+    every rank, before this callback runs). Every rank gets the same answer at the same step, so all of them save
+    and stop there; reading the result on a GPU is a host-device sync, at a step that has one anyway. Never a
+    collective per step: the price is latency, a signal is acted on at the next such step, up to
+    ``logging_steps - 1`` steps later (keep ``logging_steps`` x step time + one checkpoint's write within the
+    notice period). One process reads its flag at every step, with no collective.
+
+    ``received``: the signal this rank caught; ``stopped``: the signal training stopped on, the same on every rank
+    (what :func:`run_training` acts on, so no rank runs the final evaluation's collectives alone). A signal caught
+    after the last check, past the last step, stops nothing: the run ends as usual.
+    """
 
     def __init__(self, signals: tuple = (signal.SIGTERM,)):
-        self.signals, self.received, self._old = signals, None, {}
+        self.signals, self.received, self.stopped, self._old = signals, None, None, {}
 
     def _handler(self, signum, frame):
         self.received = signal.Signals(signum).name
@@ -204,8 +221,22 @@ class StopOnSignalCallback(_trainer_callback_base()):
             except ValueError:  # not the main thread: the caller handles signals
                 pass
 
+    def _agreed(self, args, control) -> str | None:
+        """The signal to stop on at this step: the local flag, or under several processes the flag of any rank
+        (the largest signal number), read at syncing steps only (see the class docstring)."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+            return self.received
+        if not (control.should_log or control.should_evaluate or control.should_save or control.should_training_stop):
+            return None
+        flag = torch.tensor([signal.Signals[self.received].value if self.received else 0], device=args.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return signal.Signals(int(flag)).name if int(flag) else None
+
     def on_step_end(self, args, state, control, **kw):
-        if self.received:
+        self.stopped = self._agreed(args, control)
+        if self.stopped:
             control.should_save = True
             control.should_training_stop = True
 

@@ -36,7 +36,13 @@ loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.
 - **Safety**: no ``trust_remote_code``; weights are safetensors; the Trainer loads optimizer/scheduler/RNG states
   with ``torch.load(weights_only=True)``.
 - **Interruptions**: SIGTERM (a spot notice, a preemption) finishes the step, writes a complete checkpoint and
-  stops (:class:`StopOnSignalCallback`); the result says ``interrupted`` and a restart resumes from it.
+  stops (:class:`StopOnSignalCallback`); the result says ``interrupted`` and a restart resumes from it. Under
+  several processes the ranks agree on the stop step (one all-reduce of the flag at logging, evaluation and save
+  steps, never per step), so a signal that reaches one rank only, or the ranks on different steps, stops all of
+  them on the same step. The stop callback runs before the safety callback, so the checkpoint of a stop is checked
+  for a non-finite loss and weights like any other. The first train loss logged after a resume between two logging
+  steps averages only the steps since the resume: the Trainer's running loss is not in the checkpoint (left so:
+  restoring it means writing the Trainer's private ``_tr_loss`` per rank into every checkpoint).
 - **No wasted steps** (measured by :mod:`azllm.bench.overhead` against a bare nanoGPT-style loop): on CPU the
   process keeps freed memory for the next step (:func:`keep_freed_memory`, glibc's trim and mmap thresholds; without
   it every step faulted 10-30k fresh pages back in, 10-20% of a step); the loss is the plain batch mean, not the
@@ -271,8 +277,8 @@ def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: d
     finally:
         safety.handle.remove()
     seconds = time.perf_counter() - t0
-    if stop.received:  # a complete checkpoint was written at this step; no final evaluation, no results.json
-        return {"key": key, "interrupted": stop.received, "steps": trainer.state.global_step, "seconds": seconds,
+    if stop.stopped:  # every rank wrote a complete checkpoint at this step; no final evaluation, no results.json
+        return {"key": key, "interrupted": stop.stopped, "steps": trainer.state.global_step, "seconds": seconds,
                 "output_dir": str(out), "checkpoint": str(latest_checkpoint(out)), "model": model, "trainer": trainer}
     final = _final_metrics(trainer, safety, eval_info)
     final_dir = _save_final(trainer, out, {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path,
@@ -306,7 +312,7 @@ def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out
     trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world),
                       train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
                       eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
-                      callbacks=[safety, throughput, stop, *callbacks, *rows_first])
+                      callbacks=[stop, safety, throughput, *callbacks, *rows_first])
     _adjust(trainer, model, spec.optimizer, dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
             fsdp=spec.fsdp)
     if progress:

@@ -1,5 +1,6 @@
-"""Two CPU processes under torchrun train the tiny model: gloo DDP (different data per rank, identical weights) and
-FSDP2 full shard (the same losses and weights as one process with the two ranks' batch).
+"""Two CPU processes under torchrun train the tiny model: gloo DDP (different data per rank, identical weights), a
+SIGTERM to one rank only (both stop on one step, the restart ends as the uninterrupted run) and FSDP2 full shard
+(the same losses and weights as one process with the two ranks' batch).
 
 ``python tests/test_distributed.py SPEC`` (or under torchrun) is the entry the FSDP test starts."""
 
@@ -8,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
@@ -27,13 +30,31 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path) -> subprocess.CompletedProcess:
+def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """torchrun in its own process group; past ``timeout`` (a hung job) the launcher and its workers are killed
+    (torchrun starts each worker in a session of its own, so each process group is killed) and the test fails with
+    what the processes wrote."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     assert torchrun, "torch installs torchrun next to this Python"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([torchrun, "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port",
-                           str(_free_port()), str(script), str(spec)], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=str(cwd))
+    p = subprocess.Popen([torchrun, "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port",
+                          str(_free_port()), str(script), str(spec)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=str(cwd), start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException as e:
+        workers = [c.pid for c in psutil.Process(p.pid).children(recursive=True)] if p.poll() is None else []
+        for pid in (p.pid, *workers):  # the workers listed before they lose their parent
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out, err = p.communicate()
+        if not isinstance(e, subprocess.TimeoutExpired):
+            raise
+        pytest.fail(f"torchrun was still running after {timeout:.0f} s (killed with its workers):\n"
+                    f"{out[-2000:]}\n{err[-4000:]}")
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def test_two_process_torchrun_ddp(data, tmp_path):
@@ -64,6 +85,40 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     assert len(moved) == len(a)  # every weight was trained (same on both ranks)
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["throughput"]["tokens_per_step"] == 2 * bs * 32
+
+
+@pytest.mark.slow  # ~3 x 30 s: three two-process runs
+def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as_uninterrupted(data, tmp_path):
+    """A SIGTERM that reaches one rank only (rank 1, during step 5; rank 0 never gets one) with the stop flag read
+    at logging steps (every 4), evaluations (6, 12) and checkpoints (every 4): both ranks stop after step 6, the next
+    such step, write one complete checkpoint-6 and exit 0 (the launcher too), within the time limit (before the fix
+    rank 1 saved and left after step 5 while rank 0 trained on: the job hung or crashed). The restarted job resumes
+    from checkpoint-6 and ends with the weights of an uninterrupted two-process run."""
+    from azllm.train import latest_checkpoint
+
+    train = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
+    runs = {}
+    for name, extra, out in (("full", {"resume": False}, "full"), ("term", {"term_at_step": 5, "term_rank": 1}, "run"),
+                             ("resumed", {}, "run")):
+        spec = tmp_path / f"{name}.json"
+        spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / out),
+                                    "record": str(tmp_path / f"{name}-rec"), "train": train, **extra}))
+        runs[name] = p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
+        assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-4000:])
+        if name == "term":
+            stopped = sorted((json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"interrupted"')),
+                             key=lambda r: r["rank"])
+            ck = str(tmp_path / "run" / "checkpoint-6")
+            assert stopped == [{"interrupted": "SIGTERM", "steps": 6, "checkpoint": ck, "rank": k} for k in (0, 1)]
+            assert latest_checkpoint(tmp_path / "run").name == "checkpoint-6"
+            assert not (tmp_path / "run" / "results.json").exists()
+    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert resumed["resumed_from"].endswith("checkpoint-6") and resumed["steps"] == 12
+    a, b = (torch.load(tmp_path / f"{n}-rec" / "weights-rank0.pt", weights_only=True) for n in ("full", "resumed"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), max(
+        (a[k] - b[k]).abs().max().item() for k in a)
+    assert json.loads((tmp_path / "resumed-rec" / "rank0.json").read_text())["digest"] == \
+        json.loads((tmp_path / "resumed-rec" / "rank1.json").read_text())["digest"]
 
 
 @pytest.mark.slow

@@ -2,8 +2,10 @@
 
 ``python tests/train_entry.py spec.json`` (or under ``torchrun``). The spec holds ``art`` (artifacts dir of the
 shared tiny data), ``train`` (train params overrides), optional ``overrides`` (other params), ``output_dir``, optional ``kill_at_step`` (SIGKILL this
-process at the end of that optimizer step: a crash, no cleanup) and optional ``record`` (a folder where each
-rank writes the training windows it read and its final weights).
+process at the end of that optimizer step: a crash, no cleanup), optional ``term_at_step`` (this process sends itself
+a real SIGTERM as that step begins; with ``term_rank`` only that rank does) and optional ``record`` (a folder where
+each rank writes the training windows it read and its final weights). An interrupted run prints one JSON line per
+rank.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def main(spec_path: str) -> None:
     d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
     rank = int(os.environ.get("RANK", "0"))
     callbacks = []
-    if spec.get("term_at_step"):  # the interruption notice of a spot instance arrives during that step
+    if spec.get("term_at_step") and spec.get("term_rank", rank) == rank:  # a spot notice arrives during that step
         t = int(spec["term_at_step"])
 
         class Term(TrainerCallback):
@@ -65,7 +67,8 @@ def main(spec_path: str) -> None:
     r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
               resume=spec.get("resume", True))
     if r.get("interrupted"):
-        print(json.dumps({"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"]}))
+        print(json.dumps({"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"],
+                          **({"rank": rank} if "term_rank" in spec else {})}), flush=True)
         return
     if spec.get("record"):
         out = Path(spec["record"])
