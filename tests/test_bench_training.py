@@ -35,17 +35,6 @@ def setup(tmp_path, monkeypatch):
     return job
 
 
-def test_fresh_process_result_protocol():
-    a = run_fresh("fresh_targets:echo", {"x": 21}, env=TARGETS, timeout_s=60)
-    assert a["status"] == "ok" and a["x"] == 42 and a["pid"] != os.getpid() and a["returncode"] == 0
-    e = run_fresh("fresh_targets:boom", {"x": 1}, env=TARGETS, timeout_s=60)
-    assert e["status"] == "error" and e["reason"] == "ValueError: boom 1" and "Traceback" in e["traceback"]
-    k = run_fresh("fresh_targets:kill_self", {}, env=TARGETS, timeout_s=60)
-    assert k["status"] == "killed" and "signal 9" in k["reason"] and k["returncode"] == -9
-    c = run_fresh("no_such_module:f", {}, timeout_s=60)
-    assert c["status"] == "error" and "no_such_module" in c["reason"]
-
-
 def test_each_variant_runs_in_its_own_fresh_process(setup):
     import torch
 
@@ -94,46 +83,6 @@ def test_liger_without_cuda_is_not_available_with_reason(setup):
     assert r["reason"].startswith("not available on this device") and "CUDA" in r["reason"]
 
 
-def test_summary_ratios_and_prediction_table():
-    res = {"results": [
-        {"variant": "baseline", "status": "ok", "tokens_per_s": [100, 110, 90], "step_s": [1, 1, 1],
-         "peak_mb": [50, 52, 48], "predicted": mem.predict_memory(dict(
-             hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, vocab_size=10), "baseline", 1, 4)},
-        {"variant": "ckpt", "status": "ok", "tokens_per_s": [80, 80, 80], "step_s": [1, 1, 1],
-         "peak_mb": [25, 25, 25], "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0,
-                                                 "logits": 0, "total": 25 * 2**20}},
-        {"variant": "liger", "status": "unavailable", "reason": "not available on this device: no CUDA",
-         "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0, "logits": 0, "total": 1}},
-    ]}
-    df = tables.summary_table(res)
-    assert list(df.variant) == ["baseline", "ckpt", "liger"]  # never dropped
-    assert df.loc[1, "speed ×"] == pytest.approx(0.8) and df.loc[1, "memory ×"] == pytest.approx(0.5)
-    assert (df.loc[0, "tokens/s min"], df.loc[0, "tokens/s max"]) == (90, 110)
-    assert df.loc[2, "note"].startswith("not available")
-    pred = tables.prediction_table(res)
-    assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)
-
-
-@pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
-def test_gpu_entry_dry_run(tmp_path):
-    env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "artifacts")}
-    p = subprocess.run([sys.executable, "-m", "azllm", "bench", "gpu", "--dry-run", "--reports", str(tmp_path)], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())
-    rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
-    assert set(rows) == {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"}
-    for name in ("baseline", "ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"):
-        assert rows[name]["status"] == "ok", rows[name]
-    for name in ("liger", "liger+ckpt"):
-        assert rows[name]["status"] in ("ok", "unavailable")
-        if rows[name]["status"] == "unavailable":
-            assert "not available on this device" in rows[name]["note"]
-    assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
-    assert "spot $" in p.stdout
-    assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()
-
-
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
@@ -153,10 +102,10 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     assert all(r["peak MB"] > 0 for r in m["variants"] if r["status"] == "ok")
     base = next(r for r in m["results"] if r["variant"] == "baseline")
     assert len(set(base["pids"])) == 2 and len(base["tokens_per_s"]) == 2  # 2 rounds x 1 window, pooled
-    assert base["loss_last_max_diff"] == 0.0  # same seed and batches
+    assert base["loss_last_max_diff"] == 0.0  # same seed and batches in both processes
     html = (run_dir / "04_benchmark.html").read_text()
     assert ">nan<" not in html.lower() and ">—<" in html  # the unavailable liger row: "—", not nan
     index = (run_dir / "index.html").read_text()
-    assert "Speed × and memory ×" in index and "$ per billion tokens" in index in both processes
+    assert "Speed × and memory ×" in index and "$ per billion tokens" in index
     liger = next(r for r in m["results"] if r["variant"] == "liger")
     assert len(liger["pids"]) == 1  # "not available" is said once, not re-run

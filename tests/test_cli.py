@@ -1,6 +1,7 @@
 """The command line (azllm.cli): ``--help`` of every subcommand, a quick real call of each one that runs on CPU, and
 every ``azllm ...`` / ``python -m azllm ...`` / ``make ...`` command of the README parsed by the real parser."""
 
+import json
 import os
 import re
 import subprocess
@@ -169,3 +170,23 @@ def test_every_make_target_of_the_readme_exists():
     targets = set(re.findall(r"^([a-z][\w-]*):", makefile, re.M))
     named = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, re.M))
     assert named and named <= targets, named - targets
+
+
+@pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
+def test_gpu_entry_dry_run(tmp_path):
+    env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "artifacts")}
+    p = subprocess.run([sys.executable, "-m", "azllm", "bench", "gpu", "--dry-run", "--reports", str(tmp_path)], cwd=REPO,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())
+    rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
+    assert set(rows) == {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"}
+    for name in ("baseline", "ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"):
+        assert rows[name]["status"] == "ok", rows[name]
+    for name in ("liger", "liger+ckpt"):
+        assert rows[name]["status"] in ("ok", "unavailable")
+        if rows[name]["status"] == "unavailable":
+            assert "not available on this device" in rows[name]["note"]
+    assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
+    assert "spot $" in p.stdout
+    assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()

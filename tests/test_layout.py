@@ -37,3 +37,29 @@ def test_no_issue_numbers_and_only_the_run_layer_reads_params(path):
     if rel not in READS_CONFIG and not rel.startswith(("recipes/", "config/")):
         assert not re.search(r"^\s*from \.+config import|load_params\(|\bfrom \.+recipes\b|\bimport \.+recipes\b",
                              text, re.M), f"{rel} reads the params"
+
+
+TESTS = Path(__file__).resolve().parent
+NOT_MIRRORED = {"__init__.py": "the package itself: tests/test_imports.py reads all of it",
+                "__main__.py": "python -m azllm: tests/test_cli.py runs it"}
+
+
+def _mirror(path: Path) -> str:
+    """``azllm/a/b.py`` -> ``test_a_b.py``; a package's ``__init__.py`` -> ``test_<package>.py``."""
+    rel = path.relative_to(PKG).with_suffix("")
+    parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
+    return "test_" + "_".join(parts) + ".py"
+
+
+def _has_code(path: Path) -> bool:
+    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.parse(path.read_text()).body)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
+def test_tests_mirror_the_tree(path):
+    """Every module with code has its own test file, named after it (a package's __init__ with only imports and a
+    docstring needs none)."""
+    rel = str(path.relative_to(PKG))
+    if rel in NOT_MIRRORED or (path.name == "__init__.py" and not _has_code(path)):
+        return
+    assert (TESTS / _mirror(path)).is_file(), f"{rel} has no tests/{_mirror(path)}"

@@ -5,6 +5,7 @@ import warnings
 
 import pytest
 
+from azllm import memory as mem
 from azllm import tables
 
 from train_helpers import data  # noqa: F401  (module fixture: tokenizer + token files of the fixture corpus)
@@ -59,3 +60,23 @@ def test_records_turn_nan_into_none():
     import pandas as pd
 
     assert tables.records(pd.DataFrame([{"a": float("nan"), "b": 1.0}])) == [{"a": None, "b": 1.0}]
+
+
+def test_summary_ratios_and_prediction_table():
+    res = {"results": [
+        {"variant": "baseline", "status": "ok", "tokens_per_s": [100, 110, 90], "step_s": [1, 1, 1],
+         "peak_mb": [50, 52, 48], "predicted": mem.predict_memory(dict(
+             hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, vocab_size=10), "baseline", 1, 4)},
+        {"variant": "ckpt", "status": "ok", "tokens_per_s": [80, 80, 80], "step_s": [1, 1, 1],
+         "peak_mb": [25, 25, 25], "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0,
+                                                 "logits": 0, "total": 25 * 2**20}},
+        {"variant": "liger", "status": "unavailable", "reason": "not available on this device: no CUDA",
+         "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0, "logits": 0, "total": 1}},
+    ]}
+    df = tables.summary_table(res)
+    assert list(df.variant) == ["baseline", "ckpt", "liger"]  # never dropped
+    assert df.loc[1, "speed ×"] == pytest.approx(0.8) and df.loc[1, "memory ×"] == pytest.approx(0.5)
+    assert (df.loc[0, "tokens/s min"], df.loc[0, "tokens/s max"]) == (90, 110)
+    assert df.loc[2, "note"].startswith("not available")
+    pred = tables.prediction_table(res)
+    assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)

@@ -2,7 +2,7 @@
 SIGTERM to one rank only (both stop on one step, the restart ends as the uninterrupted run) and FSDP2 full shard
 (the same losses and weights as one process with the two ranks' batch).
 
-``python tests/test_distributed.py SPEC`` (or under torchrun) is the entry the FSDP test starts."""
+``python tests/test_train_distributed.py SPEC`` (or under torchrun) is the entry the FSDP test starts."""
 
 from __future__ import annotations
 

@@ -50,31 +50,3 @@ def test_keep_freed_memory_respects_the_environment(monkeypatch):
     assert azt.keep_freed_memory() is False
     monkeypatch.delenv("GLIBC_TUNABLES")
     assert azt.keep_freed_memory() is True
-
-
-def test_throughput_clock_syncs_a_gpu_only_where_the_trainer_does(monkeypatch):
-    """On CUDA the clock is read (with a device sync) only at logging, evaluation, save and last steps; every step
-    between two readings is credited their mean. On CPU every step is timed."""
-    syncs = []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: syncs.append(1))
-    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a, **k: None)
-    cb = ThroughputCallback(tokens_per_step=100, untimed_steps=2)
-    cb.cuda = True
-    state = types.SimpleNamespace(global_step=0)
-    cb.on_train_begin(None, state, None)
-    for step in range(1, 21):
-        state.global_step = step
-        control = types.SimpleNamespace(should_log=step % 5 == 0, should_evaluate=step == 10, should_save=False,
-                                        should_training_stop=step == 20)
-        cb.on_step_end(None, state, control)
-        if control.should_evaluate:
-            cb.on_evaluate(None, state, control)
-    assert syncs == [1] * 4  # steps 5, 10, 15, 20: no other step synchronizes the device
-    assert len(cb.step_times) == 5 + 5  # 5-10 timed; after the evaluation at 10, 10-15 is skipped; 15-20 timed
-    cpu = ThroughputCallback(tokens_per_step=100, untimed_steps=2)
-    cpu.cuda = False
-    cpu.on_train_begin(None, types.SimpleNamespace(global_step=0), None)
-    for step in range(1, 9):
-        cpu.on_step_end(None, types.SimpleNamespace(global_step=step), types.SimpleNamespace(
-            should_log=False, should_evaluate=False, should_save=False, should_training_stop=False))
-    assert len(cpu.step_times) == 8 - 2 and len(syncs) == 4
