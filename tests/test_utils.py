@@ -44,3 +44,50 @@ def test_seed_everything_is_reproducible():
     a = torch.rand(3)
     utils.seed_everything(3)
     assert torch.equal(a, torch.rand(3))
+
+
+def test_replace_dir_never_leaves_the_folder_missing(tmp_path):
+    """A reader polling the folder while it is replaced 200 times always finds it, each time complete (the old or
+    the new content, never a half): the swap is one step."""
+    import threading
+
+    from azllm.utils import replace_dir
+
+    dst = tmp_path / "out"
+    dst.mkdir()
+    (dst / "a").write_text("0")
+    (dst / "b").write_text("0")
+    seen, stop = [], threading.Event()
+
+    def read():  # the folder as one snapshot: both files through one open directory
+        while not stop.is_set():
+            try:
+                fd = os.open(dst, os.O_RDONLY)
+            except FileNotFoundError:
+                seen.append(None)  # a moment without the folder
+                continue
+            try:
+                texts = []
+                for name in ("a", "b"):
+                    f = os.open(name, os.O_RDONLY, dir_fd=fd)
+                    texts.append(os.read(f, 9))
+                    os.close(f)
+                seen.append(texts[0] == texts[1])
+            except FileNotFoundError:
+                pass  # this snapshot was the old folder, already being deleted after the swap
+            finally:
+                os.close(fd)
+
+    t = threading.Thread(target=read)
+    t.start()
+    for i in range(1, 201):
+        new = tmp_path / f"new{i}"
+        new.mkdir()
+        (new / "a").write_text(str(i))
+        (new / "b").write_text(str(i))
+        replace_dir(new, dst)
+        assert not new.exists()
+    stop.set()
+    t.join()
+    assert seen and all(s is True for s in seen), (seen.count(None), seen.count(False))
+    assert (dst / "a").read_text() == "200" and not [p for p in tmp_path.iterdir() if p.name != "out"]
