@@ -116,6 +116,10 @@ def _train(args) -> int:
     SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
     import os
 
+    import torch
+
+    if not torch.cuda.is_available():  # stdout carries the results path alone (DeepSpeed would print its guess)
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
     from . import sagemaker
     from .recipes import load
     from .recipes.tokens import prepare_data

@@ -64,7 +64,7 @@ print(f"corpus {manifest['key']}: {perf['input_mb']:.1f} MB in {perf['seconds']:
 
 # %%
 docs_table, mb_table = tables.corpus_table(manifest, "docs"), tables.corpus_table(manifest, "bytes")
-display(Markdown("**documents**"), docs_table, Markdown("**MB**"), mb_table.style.format(precision=3))
+display(Markdown("**documents**"), docs_table, Markdown("**MB**"), mb_table.style.format(na_rep="—", precision=3))
 fig = plots.corpus_removed(mb_table)
 
 # %% [markdown]

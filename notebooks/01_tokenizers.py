@@ -85,7 +85,7 @@ print(f"{len(trained)} trained, {len(baselines)} baselines")
 rows = metrics.evaluate({**trained, **baselines}, evals, parallel)
 report.record(out_dir, "tokenizers", {"table": rows})
 for ev, table in tables.tokenizer_tables(rows).items():
-    display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(precision=3))
+    display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## Fertility against vocabulary size
@@ -117,7 +117,7 @@ print(f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval
 # %%
 recipe = tokenizers.recipe_table(cfg, evals)
 report.record(out_dir, "tokenizers", {"recipe": recipe})
-display(pd.DataFrame(recipe).set_index("step").style.format(precision=3))
+display(pd.DataFrame(recipe).set_index("step").style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## Lossless round trip and the exported Hugging Face tokenizer
@@ -164,4 +164,4 @@ display(pd.DataFrame(lex["unimorph"]["misses"], columns=["suffix", "count", "exa
 # %%
 pairs = metrics.affix_comparison(rows, first_eval, trained)
 report.record(out_dir, "tokenizers", {"affix_presplit": pairs})
-display(pd.DataFrame(pairs).set_index("variant").style.format(precision=3))
+display(pd.DataFrame(pairs).set_index("variant").style.format(na_rep="—", precision=3))

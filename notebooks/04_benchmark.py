@@ -73,7 +73,7 @@ summary = tables.summary_table(res)
 cols = ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×", "step ms", "step ms min",
         "step ms max", "peak MB", "peak MB min", "peak MB max", "memory ×", "loss first", "loss last", "trainable", "load"]
 cols += [c for c in ("reserved MB",) if c in summary]
-display(summary[[c for c in cols if c in summary]].style.format(precision=3))
+display(summary[[c for c in cols if c in summary]].style.format(na_rep="—", precision=3))
 notes = summary[summary.status != "ok"][["variant", "status", "note"]]
 if len(notes):
     display(Markdown("**Not run here:**\n\n" + "\n".join(f"- `{r.variant}`: {r.status} — {r.note}"
@@ -97,7 +97,7 @@ fig = plots.variant_bars(summary)
 
 # %%
 pred = tables.prediction_table(res)
-display(pred.style.format(precision=3))
+display(pred.style.format(na_rep="—", precision=3))
 worst, sentences = tables.prediction_notes(pred)
 print("\n".join(sentences))
 report.record(out_dir, "benchmark", {"max_rel_error_pred_vs_measured": worst})
@@ -131,7 +131,7 @@ models, variants = benchmark.fit_models(cfg)
 F = B.fit
 fit = tables.fit_table(models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb,
                        device="cuda")
-display(fit.style.format(precision=3))
+display(fit.style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## Cost per billion training tokens
@@ -142,7 +142,7 @@ display(fit.style.format(precision=3))
 
 # %%
 cost = tables.cost_table(res, B.price_per_hour, B.price_label)
-display(cost.style.format(precision=3))
+display(cost.style.format(na_rep="—", precision=3))
 report.record_training_benchmark(out_dir, res, summary, pred, cost, fit)
 print("recorded to metrics.json: section 'benchmark'")
 
@@ -157,7 +157,7 @@ print("recorded to metrics.json: section 'benchmark'")
 # %%
 job = tables.job_cost_table(res, **B.job.model_dump())
 report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": tables.records(job)})
-display(job.style.format(precision=3))
+display(job.style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## The 1B setup as launched

@@ -67,7 +67,7 @@ evals, _, _ = corpus.eval_sets(cfg)
 toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
 tok_rows = adapt.tokenizer_rows(toks, base_tok, evals, english)
 report.record(out_dir, "adapt", {"tokenizers": tok_rows})
-pd.DataFrame(tok_rows).set_index("way").style.format(precision=4)
+pd.DataFrame(tok_rows).set_index("way").style.format(na_rep="—", precision=4)
 
 # %% [markdown]
 # ## Extending real base tokenizers
@@ -79,7 +79,7 @@ pd.DataFrame(tok_rows).set_index("way").style.format(precision=4)
 # %%
 ext_rows = adapt.extension_table(cfg, evals, english, docs) if A.extend_bases else []
 report.record(out_dir, "adapt", {"extension_table": ext_rows})
-pd.DataFrame(ext_rows).style.format(precision=4) if ext_rows else print("adapt.extend_bases is empty")
+pd.DataFrame(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else print("adapt.extend_bases is empty")
 
 # %% [markdown]
 # ## Adapting: every way, full fine-tuning and LoRA
@@ -91,7 +91,7 @@ results = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way 
 fert = {r["way"]: r[f"tokens/word {adapt.az_set(cfg)}"] for r in tok_rows}
 rows = tables.adapt_rows(results, fert)
 report.record(out_dir, "adapt", {"runs": rows, "steps": A.steps})
-pd.DataFrame(rows).set_index(["way", "method"]).style.format(precision=3)
+pd.DataFrame(rows).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
 
 # %%
 fig = plots.adapt_curves(results)

@@ -40,8 +40,9 @@ def load(params_file: str | os.PathLike | None, overrides: dict | None = None) -
 def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Config:
     """The first call of every notebook: library warnings and progress bars go to the run's log (the terminal of
     ``make report``), not into the page; a value that does not apply (parity without a parallel side, the columns
-    of a variant that could not run) shows as "—" in the pages' styled tables, never ``nan``; then the config is
-    loaded."""
+    of a variant that could not run) shows as "—" in the pages' styled tables, never ``nan`` (the notebooks also
+    pass ``na_rep="—"`` where they set a precision, which pandas would otherwise print as ``nan``); then the config
+    is loaded."""
     import pandas as pd
 
     route_library_output()
