@@ -71,6 +71,7 @@ def run_notebooks(params_file, **kwargs):
 
 
 def pytest_collection_modifyitems(config, items):
+    """Tests marked ``needs_shared`` skip, saying so, without the full shared folder."""
     if shared_root() is not None:
         return
     skip = pytest.mark.skip(reason="needs the full shared data (../shared beside the repository, or $AZLLM_SHARED)")
