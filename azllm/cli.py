@@ -4,6 +4,7 @@ Commands:
     run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
     train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
                                                                  one training run (also under torchrun/accelerate)
+    eval PARAMS --model PATH_OR_ID [--tokenizer DIR] [--out DIR] score one model on evaluate.tasks -> results.json
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
@@ -44,6 +45,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float)
     t.add_argument("--base")
     t.add_argument("--output-dir")
+    ev = sub.add_parser("eval", help="score one model (folder, checkpoint or hub id) on the params' evaluate.tasks")
+    ev.add_argument("params")
+    ev.add_argument("--model", required=True, help="an exported folder, a run's final/ or checkpoint-N/, or a hub id")
+    ev.add_argument("--tokenizer", help="the tokenizer folder (default: the model's own, or the one its run recorded)")
+    ev.add_argument("--out", help="folder of results.json (default: artifacts/<run>/eval/<model name>/)")
+    ev.add_argument("--limit", type=int, help="score only the first N items of every task (a quick check)")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -83,12 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         write_environment_yml(REPO_ROOT)
         return 0
     from .config import ParamsError
+    from .evaluation import EvalError
 
-    commands = {"run": _report, "train": _train, "launch": _launch, "bench": _bench}
+    commands = {"run": _report, "train": _train, "eval": _eval, "launch": _launch, "bench": _bench}
     try:
         return commands[args.cmd](args)
     except ParamsError as e:
         print(f"azllm: bad params: {e}", file=sys.stderr)
+        return 2
+    except (EvalError, KeyError) as e:
+        if args.cmd != "eval":
+            raise
+        print(f"azllm eval: {e}", file=sys.stderr)
         return 2
 
 
@@ -97,6 +110,22 @@ def _report(args) -> int:
 
     _, ok = run_report(args.params, reports_dir=args.reports, notebooks=args.only, show_code=args.show_code)
     return 0 if ok else 1
+
+
+def _eval(args) -> int:
+    """``eval``: :func:`azllm.recipes.evaluate.evaluate_model`; prints a table of the scores and the results path."""
+    from .recipes import load
+    from .recipes.evaluate import evaluate_model
+    from .tables import eval_lines
+
+    over = None
+    if args.limit:
+        over = {"evaluate": {"limit": args.limit, "local": {
+            k: {**v.model_dump(), "first": args.limit} for k, v in load(args.params).evaluate.local.items()}}}
+    res, path = evaluate_model(load(args.params, overrides=over), args.model, tokenizer=args.tokenizer, out=args.out)
+    print("\n".join(eval_lines(res)))
+    print(path)
+    return 0
 
 
 def _launch(args) -> int:

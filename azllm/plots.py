@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 __all__ = ["corpus_removed", "adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
-           "variant_bars", "predicted_vs_measured"]
+           "variant_bars", "predicted_vs_measured", "gain_vs_loss"]
 
 
 def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility", trained: set[str] | None = None):
@@ -190,5 +190,26 @@ def corpus_removed(table):
     ax.set_xlabel("MB (symmetric log scale)")
     ax.set_title("What each corpus step removed, per source")
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def gain_vs_loss(ranking: list[dict]):
+    """Per recipe (way x method): the Azerbaijani gain against the English change, with 1.96-standard-error bars
+    (a point whose bar crosses zero is within noise on that axis)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for r in ranking:
+        if r["az_gain"] is None or r["en_change"] is None:
+            continue
+        ax.errorbar(r["en_change"], r["az_gain"], xerr=1.96 * (r["en_change_se"] or 0),
+                    yerr=1.96 * (r["az_gain_se"] or 0), fmt="o", capsize=3,
+                    label=f"{r['way']} / {r['method']}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("English change (after - before)")
+    ax.set_ylabel("Azerbaijani gain (after - before)")
+    ax.set_title("What each way bought in Azerbaijani and cost in English (bars: 95%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -5,6 +5,8 @@ anew. Figures of the same results are in :mod:`azllm.plots`.
 - tokenizers: :func:`tokenizer_tables`, :func:`best_summary`;
 - training: :func:`data_summary`, :func:`run_summary` (one run), :func:`compare_rows` (full vs LoRA vs QLoRA);
 - adaptation: :func:`adapt_rows`;
+- evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
+  :func:`before_after_table` (every run, each task before -> after);
 - token files: :func:`split_summary`, :func:`split_rows`;
 - the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
 - the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`,
@@ -19,7 +21,8 @@ from .bench.encoder import VARIANT_LABELS
 
 __all__ = ["corpus_table", "mix_table", "adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
            "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records",
-           "gpu_markdown_table", "gpu_job_cost_lines"]
+           "gpu_markdown_table", "gpu_job_cost_lines", "score_rows", "eval_lines", "before_after_table",
+           "ranking_sentence", "VERDICT_MARK"]
 
 MB = 2**20
 
@@ -381,3 +384,61 @@ def gpu_job_cost_lines(metrics: dict) -> str:
         out.append(f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on-demand $']:,.0f}  "
                    f"spot ${r['spot $']:,.0f}  checkpoints ${r['storage $']:.2f}  ({r['tokens/s source']})")
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
+
+VERDICT_MARK = {"gain": "▲", "loss": "▼", "within noise": "·", "no error estimate": "?"}
+"""How a before -> after cell marks its verdict (:mod:`azllm.evaluation.compare`)."""
+
+
+def score_rows(res: dict) -> list[dict]:
+    """One row per task of one model's scores (:func:`azllm.recipes.evaluate.score_model`): the headline metric,
+    its standard error, chance, items, few-shot count (MMLU's subjects pooled, the per-subject rows left out)."""
+    return [{"task": name, "metric": t["headline"], "value": t["value"], "stderr": t["stderr"],
+             "chance": t.get("chance"), "items": t.get("n"), "few-shot": t.get("num_fewshot")}
+            for name, t in res["tasks"].items() if not name.startswith("mmlu_en_")]
+
+
+def eval_lines(res: dict) -> list[str]:
+    """:func:`score_rows` as aligned text lines (``azllm eval`` prints them)."""
+    def num(x, f="{:.4f}"):
+        return "—" if x is None else f.format(x)
+    return [f"{r['task']:<22} {r['metric']:<12} {num(r['value'])} ± {num(r['stderr'])}  chance {num(r['chance'])}  "
+            f"n {r['items']}" for r in score_rows(res)]
+
+
+def before_after_table(rows: list[dict], tasks: list[str]) -> list[dict]:
+    """One row per run (way x method): per task ``before -> after ± se of the difference`` and the verdict's mark
+    (▲ gain, ▼ loss, · within noise), then Azerbaijani bpb, tokens/s and wall time."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["task"] not in tasks:
+            continue
+        row = out.setdefault((r["way"], r["method"]), {"way": r["way"], "method": r["method"]})
+        row[r["task"]] = (f"{r['before']:.3f} → {r['after']:.3f} (±{r['delta_se']:.3f}) "
+                          f"{VERDICT_MARK[r['verdict']]}")
+        row.update({"az bpb after": r["az_bpb_after"], "tokens/s": r["tokens_per_s"], "wall s": r["seconds"]})
+    return list(out.values())
+
+
+def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
+    """The plain sentence under the ranking: which recipe wins, whether its gain exceeds the noise, what it cost in
+    English, and what changes with a real base."""
+    scored = [r for r in rank if r["az_gain"] is not None]
+    if not scored:
+        return f"No run has a {az_task} score before and after: nothing to rank."
+    top = scored[0]
+    real = [r for r in scored if r["az_verdict"] == "gain"]
+    s = (f"Per device-hour, {top['way']} / {top['method']} gains most on {az_task}: {top['az_gain']:+.3f} "
+         f"(± {top['az_gain_se']:.3f}, {top['az_verdict']}), English {en_task} {top['en_change']:+.3f} "
+         f"({top['en_verdict']}). " if top["en_change"] is not None else
+         f"Per device-hour, {top['way']} / {top['method']} gains most on {az_task}: {top['az_gain']:+.3f} "
+         f"(± {top['az_gain_se']:.3f}, {top['az_verdict']}). ")
+    s += (f"{len(real)} of {len(scored)} recipes gain beyond the noise. " if real else
+          "No recipe's gain exceeds the noise here. ")
+    s += ("On the CPU stand-in (a base of about a million parameters, a few minutes of English) only bits per byte "
+          "and the probe move; with a real base (SmolLM2-135M: params/smollm2.yaml; Llama-3.2-1B: "
+          "params/gpu_eval.yaml) the multiple-choice tasks leave chance, English has more to lose, and the "
+          "ranking is read on sib200_az / mmlu_en.")
+    return s

@@ -264,6 +264,9 @@ def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: d
     """
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if int(os.environ.get("RANK", "0")) == 0:  # what a checkpoint of this run was trained with (azllm eval reads it)
+        atomic_write_json(out / "azllm_run.json",
+                          {"tokenizer_path": tokenizer.path, "tokenizer": tokenizer.fingerprint, "key": key})
     eval_info = {name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens)
                  for name, path in eval_files.items()}
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -43,6 +43,7 @@ from ..utils import json_hash
 from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, ParallelPair, ReportConfig, SourceConfig,
                    SweepConfig, TokenizerConfig, TokensConfig, _baselines, _Section)
 from .corpus import CorpusConfig, MinhashSettings, MixConfig, QualityConfig
+from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
 from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
                        ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
@@ -51,7 +52,7 @@ __all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig"
            "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
            "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
            "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype", "CorpusConfig",
-           "QualityConfig", "MinhashSettings", "MixConfig"]
+           "QualityConfig", "MinhashSettings", "MixConfig", "EvalConfig", "LocalTaskConfig", "ProbeConfig"]
 
 
 class ParamsError(ValueError):
@@ -68,7 +69,7 @@ class Config(_Section):
     seed: int = 1234
     """Seed of tokenizers, models, data order and sampling."""
     notebooks: list[str] = Field(default_factory=lambda: ["00_corpus", "01_tokenizers", "02_tokens", "03_train",
-                                                          "04_benchmark", "05_adapt"])
+                                                          "04_benchmark", "05_adapt", "06_evaluate"])
     """Notebooks executed, in order, from notebooks/."""
     data: DataConfig = Field(default_factory=DataConfig)
     """Data sources."""
@@ -90,6 +91,8 @@ class Config(_Section):
     """The memory and throughput benchmark."""
     adapt: AdaptConfig = Field(default_factory=AdaptConfig)
     """The adaptation study."""
+    evaluate: EvalConfig = Field(default_factory=EvalConfig)
+    """Downstream evaluation (lm-eval tasks, the probe, before/after verdicts)."""
     launch: LaunchConfig = Field(default_factory=LaunchConfig)
     """The SageMaker training job of ``python -m azllm launch``."""
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from ..text import az_lower
 
-__all__ = ["ngram_words", "eval_index", "contaminated_by", "find_contamination", "EvalIndex"]
+__all__ = ["ngram_words", "eval_index", "contaminated_by", "find_contamination", "hits_by_set", "EvalIndex"]
 
 _WORD = re.compile(r"\w+")
 
@@ -90,3 +90,29 @@ def find_contamination(docs: Iterable[str], index: EvalIndex) -> list[tuple[int,
         if hit is not None:
             out.append((d, hit))
     return out
+
+
+def hits_by_set(docs: Iterable[str], sets: dict[str, list[str]], *, n: int = 13, min_words: int = 8) -> dict[str, int]:
+    """How many of ``docs`` each evaluation set would remove on its own (a document that shares n-grams with two
+    sets counts for both, unlike the corpus stage, which records the first hit).
+
+    >>> hits_by_set(["a b c d e f g h i", "x y z"], {"s1": ["a b c d e f g h i"], "s2": ["q r s t u v w x y"]},
+    ...             n=13, min_words=8)
+    {'s1': 1, 's2': 0}
+    """
+    index = {name: eval_index(lines, n=n, min_words=min_words) for name, lines in sets.items()}
+    lengths = sorted(set().union(*(i.lengths for i in index.values()))) if index else []
+    counts = dict.fromkeys(sets, 0)
+    for text in docs:
+        w = ngram_words(text)
+        hit = set()
+        for k in [n, *lengths]:
+            if len(w) < k:
+                continue
+            keys = {_key(w[i:i + k]) for i in range(len(w) - k + 1)}
+            for name, idx in index.items():
+                if name not in hit and not keys.isdisjoint(idx.grams if k == n else idx.short):
+                    hit.add(name)
+        for name in hit:
+            counts[name] += 1
+    return counts

@@ -19,9 +19,11 @@ GPU-hour buys); a token covers more Azerbaijani text after extend or swap, so th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..config import Config, deep_update
+from ..utils import atomic_write_json
 from .corpus import resolve
 from .paths import Paths
 from .tokenizers import baselines, main_tokenizer, selected_tokenizer
@@ -146,11 +148,16 @@ def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], englis
 
 def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
     """A finished adaptation run as one standalone folder (:func:`azllm.export.export_model`): the base fitted to
-    the way's tokenizer again (deterministic), the run's adapter loaded on it, merged with its token rows."""
+    the way's tokenizer again (deterministic), the run's adapter loaded on it, merged with its token rows. The
+    folder records the run's key (``azllm_export.json``); an export of the same run is returned as it is."""
     from ..assemble import fit_base
     from ..export import export_model
     from ..utils import torch_dtype
 
+    folder = Paths(cfg).adapt / f"{result['way']}-{result['method']}-export"
+    marker = folder / "azllm_export.json"
+    if marker.is_file() and json.loads(marker.read_text()).get("key") == result["key"]:
+        return folder  # this run's export, already written
     cfg_w = way_config(cfg, result["way"], tok, base, base_tok)
     model, _, _ = fit_base(base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init,
                            dtype=torch_dtype(cfg.model.dtype))
@@ -158,7 +165,9 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, result["final_dir"])
-    return export_model(model, tok.path, Paths(cfg).adapt / f"{result['way']}-{result['method']}-export")
+    out = export_model(model, tok.path, folder)
+    atomic_write_json(marker, {"key": result["key"], "way": result["way"], "method": result["method"]})
+    return out
 
 
 def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str],

@@ -3,7 +3,8 @@
 Reads ``data`` and ``corpus``. :func:`run_corpus` runs :func:`azllm.corpus.clean_corpus` (cached by inputs and
 settings under :meth:`Paths.corpus <azllm.recipes.paths.Paths.corpus>`), :func:`corpus_mix` writes the mix of
 ``corpus.mix`` once, :func:`corpus_source` is what tokenizers and token files read. :func:`eval_sets` gives the
-held-out sets every stage evaluates on (and the corpus stage decontaminates against).
+held-out sets every stage evaluates on; the corpus stage decontaminates against them and against the texts of every
+local evaluation task named in ``evaluate.tasks`` (:func:`azllm.recipes.tasks.decontamination_sets`).
 
 A name in ``corpus.mix.weights`` / ``caps`` that matches no source is a warning, not a stop: the default params
 name the files of ``../shared``, and the hub fallback or the shipped sample have other sources.
@@ -20,6 +21,7 @@ from .. import data as azdata
 from ..config import Config, SourceConfig
 from ..utils import atomic_write_json, json_hash
 from .paths import Paths
+from .tasks import decontamination_sets
 
 __all__ = ["resolve", "run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents"]
 
@@ -35,7 +37,7 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
 
     settings = cfg.corpus
     evals, parallel, _ = eval_sets(cfg)
-    lines = {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}}
+    lines = {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
     cores = os.cpu_count() or 1
     return clean_corpus([resolve(cfg, cfg.data.train)], Paths(cfg).corpus_root, eval_lines=lines,
                         languages=settings.languages, quality=settings.quality.model_dump(),

@@ -1,0 +1,9 @@
+"""Downstream evaluation: task data and configs (lm-eval), scoring, the linear probe, before/after statistics."""
+
+from .datasets import EvalDataError
+from .harness import EvalModelError, UnknownTaskError
+
+EvalError = (EvalDataError, EvalModelError, UnknownTaskError)
+"""The errors of bad evaluation input (a file, a model, a task name): ``except EvalError``."""
+
+__all__ = ["EvalError", "EvalDataError", "EvalModelError", "UnknownTaskError"]

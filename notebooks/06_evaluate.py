@@ -1,0 +1,126 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (azllm)
+#     language: python
+#     name: azllm
+# ---
+
+# %% tags=["parameters"]
+params_file = "params/tiny.yaml"
+out_dir = "reports/tiny"
+
+# %% [markdown]
+# # Downstream evaluation: does the adapted model know more Azerbaijani, and how much English did it lose?
+#
+# Bits per byte says how cheap a model is to train, not what it can do. This report scores the base of notebook
+# 05 and every adaptation way (keep / extend / swap x full / LoRA) on Azerbaijani and English tasks with
+# EleutherAI's **lm-evaluation-harness** (`azllm/evaluation/tasks/*.yaml`: SIB-200 topics, TUMLU-mini school exam
+# questions, MMLU, FLORES translation by chrF++), plus a **linear probe** (a logistic regression on mean-pooled
+# hidden states, SIB-200 train -> dev) that separates models too small to answer a question.
+#
+# - **Headline metric**: `acc_norm` for multiple choice: each option's log-likelihood divided by its length in
+#   characters. The ways use different tokenizers, and a raw sum of log-probabilities favours options cut into
+#   fewer tokens; per character the comparison is fair. chrF++ for translation, accuracy for the probe.
+# - **Noise**: every score carries its standard error. A before -> after difference is a gain (▲) or a loss (▼)
+#   only when it exceeds `evaluate.z` (1.96) standard errors of the difference, paired on the same items;
+#   otherwise it is within noise (·).
+# - **The same few-shot examples for every model** (a seeded draw over the items in order) and each tokenizer's own
+#   BOS convention (recorded below); `azllm eval PARAMS --model FOLDER` scores any one model the same way.
+
+# %%
+import pandas as pd
+from IPython.display import display
+
+from azllm import plots, recipes, report, tables
+from azllm.recipes import adapt, evaluate
+
+cfg = recipes.setup(params_file)
+A, E = cfg.adapt, cfg.evaluate
+
+# %% [markdown]
+# ## The models: the base and every run of notebook 05
+#
+# Each run is notebook 05's (cached: nothing trains again when 05 ran) and is scored through its merged export,
+# the folder a user would ship.
+
+# %%
+base, base_tok, _ = adapt.base_model(cfg)
+docs = adapt.az_documents(cfg)
+toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
+runs = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way in A.ways for method in A.methods]
+before, after = evaluate.study(cfg, base, base_tok, runs, toks)
+report.record(out_dir, "evaluate", {"base": before, "after": {f"{w}-{m}": r for (w, m), r in after.items()}})
+print(f"{len(after)} runs and the base scored; lm-eval {before['lm_eval']}")
+
+# %% [markdown]
+# ## The base
+#
+# Every task with its items, few-shot count, standard error and chance level.
+
+# %%
+pd.DataFrame(tables.score_rows(before)).set_index("task").style.format(na_rep="—", precision=3)
+
+# %% [markdown]
+# ## Before -> after, Azerbaijani tasks
+#
+# Per run: each task's score before (the base) -> after, the standard error of the difference, and the verdict;
+# then the run's Azerbaijani bits per byte, tokens/s and wall time (from notebook 05).
+
+# %%
+rows = evaluate.before_after(cfg, before, after, runs)
+report.record(out_dir, "evaluate", {"before_after": rows})
+az = [t for t in E.az_tasks if t in before["tasks"]]
+pd.DataFrame(tables.before_after_table(rows, az)).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
+
+# %% [markdown]
+# ## Before -> after, English tasks (what adaptation cost)
+
+# %%
+en = [t for t in E.en_tasks if t in before["tasks"]]
+pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
+
+# %% [markdown]
+# ## The ranking: Azerbaijani gain per device-hour
+#
+# One row per recipe, sorted by the gain of `evaluate.az_headline` per device-hour measured here (2 CPU cores),
+# with the English change (`evaluate.en_headline`), the standard errors and verdicts, and what the same tokens would
+# take on the GPU plan of `benchmark.job` (when `benchmark.job.tokens_per_s` is set).
+
+# %%
+rank = evaluate.ranking(cfg, rows, runs)
+report.record(out_dir, "evaluate", {"ranking": rank, "az_headline": E.az_headline, "en_headline": E.en_headline})
+print(tables.ranking_sentence(rank, E.az_headline, E.en_headline))
+pd.DataFrame(rank).set_index(["way", "method"]).style.format(na_rep="—", precision=4)
+
+# %%
+fig = plots.gain_vs_loss(rank)
+
+# %% [markdown]
+# Score against training steps: Azerbaijani and English bits per byte through each run (notebook 05's curves).
+
+# %%
+fig = plots.adapt_curves(runs)
+
+# %% [markdown]
+# ## Conventions and contamination
+#
+# What each model's tokenizer does at the start of a text (lm-eval follows it), the few-shot pools, and how many
+# training documents each evaluation set would remove on its own (the corpus stage removes them: every local task
+# named in `evaluate.tasks` is added to its decontamination).
+
+# %%
+conv = evaluate.conventions(before, after)
+report.record(out_dir, "evaluate", {"conventions": conv})
+display(pd.DataFrame(conv).set_index("model"))
+contam = evaluate.contamination(cfg)
+report.record(out_dir, "evaluate", {"contamination": contam, "fewshot_overlap": before["fewshot_overlap"]})
+display(pd.DataFrame(contam).set_index("set"))
+pd.DataFrame(before["fewshot_overlap"]).T

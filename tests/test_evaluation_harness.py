@@ -1,0 +1,114 @@
+"""Scoring with lm-eval (azllm.evaluation.harness): acc and acc_norm against an independent count with plain
+transformers, the tokenizer checks, task-name validation against lm-eval's registry, the BOS convention of every
+tokenizer we export."""
+
+import math
+
+import pytest
+import torch
+
+from azllm.evaluation.harness import (EvalModelError, UnknownTaskError, bos_convention, check_tokenizer, score,
+                                      validate_task_names)
+from azllm.evaluation.tasks import LOCAL_TASKS, task_rows
+
+from eval_helpers import eval_tokenizer_dir, hf_tok, task, tiny_folder, tiny_model  # noqa: F401
+
+
+def _render(template: str, doc: dict) -> str:
+    import jinja2
+
+    return jinja2.Template(template, keep_trailing_newline=True).render(**doc)
+
+
+@torch.no_grad()
+def _independent(model, tok, config: dict) -> tuple[list[list[float]], float, float]:
+    """Per item, the summed log-probability of each option's tokens after the context (plain transformers), then
+    accuracy by the raw sum (acc) and by the sum per character of the option (acc_norm)."""
+    rows = task_rows(config, "test")
+    hits, hits_norm, lls = 0, 0, []
+    for doc in rows:
+        context = config.get("description", "") + _render(config["doc_to_text"], doc)
+        choices = config["doc_to_choice"]
+        choices = choices if isinstance(choices, list) else doc["choices"]
+        ctx = tok(context).input_ids
+        item = []
+        for ch in choices:
+            whole = tok(context + config.get("target_delimiter", " ") + ch).input_ids
+            assert whole[:len(ctx)] == ctx, "the option's tokens must follow the context's"
+            cont = whole[len(ctx):]
+            logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
+            item.append(sum(logp[len(ctx) + i - 1, t].item() for i, t in enumerate(cont)))
+        gold = doc[config["doc_to_target"]]
+        hits += max(range(len(item)), key=lambda i: item[i]) == gold
+        hits_norm += max(range(len(item)), key=lambda i: item[i] / len(choices[i])) == gold
+        lls.append(item)
+    return lls, hits / len(rows), hits_norm / len(rows)
+
+
+@pytest.mark.parametrize("name", ["sib200_az", "tumlu_az"])
+def test_acc_and_acc_norm_equal_an_independent_count(name, tiny_model, hf_tok):
+    (cfg,) = task(name, num_fewshot=0, first=None)
+    lls, acc, acc_norm = _independent(tiny_model, hf_tok, cfg)
+    res = score(tiny_model, hf_tok, [cfg], batch_size=4, bootstrap_iters=1)
+    t = res["tasks"][name]
+    assert t["acc"] == acc and t["acc_norm"] == acc_norm
+    assert t["n"] == len(lls) and t["headline"] == "acc_norm" and len(t["items"]) == len(lls)
+    assert t["acc_norm_stderr"] == pytest.approx(math.sqrt(acc_norm * (1 - acc_norm) / (len(lls) - 1)))
+    assert 0 < acc < 1 or 0 < acc_norm < 1 or len(set(map(tuple, lls))) > 1  # not a degenerate model
+
+
+def test_score_records_conventions_and_chance(tiny_model, hf_tok):
+    cfgs = task("sib200_az") + task("mmlu_en")
+    res = score(tiny_model, hf_tok, cfgs, batch_size=8, seed=3, bootstrap_iters=1)
+    assert res["seed"] == 3 and res["lm_eval"].startswith("0.4")
+    assert res["bos"] == {"bos_token": "<s>", "prepends_bos": False}
+    assert res["tasks"]["sib200_az"]["chance"] == pytest.approx(1 / 7)
+    assert res["tasks"]["mmlu_en"]["chance"] == 0.25 and res["tasks"]["mmlu_en"]["num_fewshot"] == 2
+    assert res["tasks"]["mmlu_en"]["n"] == 8 == res["n_items"]["mmlu_en"]
+    assert set(res["task_hashes"]) == {"sib200_az", "mmlu_en_marketing"}
+
+
+def test_the_same_call_gives_the_same_scores(tiny_model, hf_tok):
+    cfgs = task("tumlu_az", num_fewshot=1)
+    a = score(tiny_model, hf_tok, cfgs, batch_size=8, seed=5, bootstrap_iters=1)
+    b = score(tiny_model, hf_tok, cfgs, batch_size=3, seed=5, bootstrap_iters=1)
+    assert a["tasks"]["tumlu_az"]["items"] == b["tasks"]["tumlu_az"]["items"]
+
+
+def test_a_tokenizer_without_eos_is_refused_and_a_missing_pad_is_set(hf_tok):
+    import copy
+
+    t = copy.deepcopy(hf_tok)
+    t.pad_token = None
+    check_tokenizer(t)
+    assert t.pad_token_id == t.eos_token_id
+    t.eos_token = None
+    with pytest.raises(EvalModelError, match="no eos token"):
+        check_tokenizer(t, "model X")
+
+
+def test_unknown_task_names_list_close_matches():
+    validate_task_names(["sib200_az", "belebele_azj_Latn", "include_base_44_azerbaijani", "global_piqa_nonparallel_cloze_azj_latn", "mmlu",
+                         "hellaswag", "arc_easy"], list(LOCAL_TASKS))
+    with pytest.raises(UnknownTaskError, match=r"'belebele_azj_latn' \(close: belebele_azj_Latn"):
+        validate_task_names(["belebele_azj_latn"], list(LOCAL_TASKS))
+    with pytest.raises(UnknownTaskError, match=r"'sib200_azz' \(close: sib200_az"):
+        validate_task_names(["sib200_azz"], list(LOCAL_TASKS))
+
+
+def test_every_exported_tokenizer_declares_the_bos_its_model_was_trained_with(eval_tokenizer_dir, tmp_path):
+    """azllm's token files hold no BOS (a document, then EOS): the Hugging Face default encoding of our own, an
+    extended and a swapped-in tokenizer must give exactly the ids training saw."""
+    from transformers import AutoTokenizer
+
+    from azllm.tokenizer import load_tokenizer
+    from azllm.vocab import extend_tokenizer
+
+    docs = ["Azərbaycan dili türk dillərinin oğuz qrupuna daxildir."] * 50 + ["Evlərimizdən çıxdıq."] * 50
+    extended = tmp_path / "ext"
+    extend_tokenizer(eval_tokenizer_dir, docs, 20, extended)
+    text = "Bakı Azərbaycanın paytaxtıdır. Salam!"
+    for folder in (eval_tokenizer_dir, extended):
+        hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        assert bos_convention(hf)["prepends_bos"] is False
+        assert hf(text).input_ids == load_tokenizer(folder).encode(text)
