@@ -61,6 +61,8 @@ def load_model(spec: str | os.PathLike, *, tokenizer: str | os.PathLike | None =
     if p.exists():
         if not p.is_dir():
             raise EvalModelError(f"{p}: a model is a folder (config.json + weights, or a LoRA adapter), not a file")
+        if not ((p / "adapter_config.json").is_file() or (p / "config.json").is_file()):
+            raise EvalModelError(f"{p}: neither config.json nor adapter_config.json here: not a model folder")
         tok_path = tokenizer or run_tokenizer_path(p)
         if tok_path is None:
             raise EvalModelError(f"{p}: no tokenizer files here and no run record names one; pass the tokenizer "
@@ -75,11 +77,9 @@ def load_model(spec: str | os.PathLike, *, tokenizer: str | os.PathLike | None =
                                      "a run whose vocabulary changed is scored through its merged export "
                                      "(azllm.export.export_model)") from e
             kind = "adapter"
-        elif (p / "config.json").is_file():
+        else:
             model = AutoModelForCausalLM.from_pretrained(str(p), dtype=dtype, trust_remote_code=False)
             kind = "folder"
-        else:
-            raise EvalModelError(f"{p}: neither config.json nor adapter_config.json here: not a model folder")
         tok = AutoTokenizer.from_pretrained(str(tok_path), local_files_only=True)
         return model.eval(), tok, {"spec": str(p), "kind": kind, "tokenizer": str(tok_path)}
     s = str(spec)
