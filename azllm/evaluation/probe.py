@@ -1,0 +1,188 @@
+"""A linear probe: how much of a labelled task a model's hidden states hold, readable even where the model is
+too small to answer the task. Mean-pooled hidden states of the train split -> a logistic regression
+(scikit-learn) -> accuracy on the other split, with its standard error and two chance levels.
+
+Why: a 1-2M-parameter stand-in answers multiple-choice tasks (SIB-200 topics, TUMLU, MMLU) at chance, so their
+before/after numbers are noise on CPU. A probe does not ask the model to *say* the answer, only to *hold* it in
+a linearly readable form, so it moves with training long before the multiple-choice accuracy does.
+
+- :func:`hidden_features`: one vector per text, the mean of a layer's hidden states over the text's real tokens
+  (the attention mask; padding never counts). The batch is always right-padded by this module whatever the
+  tokenizer's ``padding_side``: a Llama computes positions from the sequence index, not from the mask, so
+  left padding would move every token of the shorter texts to other positions. Texts are batched by length
+  (less padding) and returned in the order given; the tokenizer adds its own special tokens as it does by
+  default (SmolLM2 none, our SentencePiece exports their BOS), the same convention as lm-eval's scoring.
+- :func:`linear_probe`: features standardized on the train split, L2-regularized multinomial logistic
+  regression (lbfgs, deterministic; ``C`` the inverse regularization), accuracy on the test split.
+- :func:`probe_task`: both, on ``(text, label)`` rows.
+
+**Which numbers are informative at which model size.**
+
+- *Chance is not 1/7.* ``chance_uniform`` (1 / number of classes) and ``chance_majority`` (the test share of the
+  train split's most frequent class: what always answering it scores) are floors for a classifier that sees
+  nothing. A probe sees the tokens: mean-pooled *random* embeddings are a random projection of the text's bag of
+  tokens, which already separates topics above both floors. So the floor that says "the model learned something"
+  is the same probe on a **randomly initialised model of the same shape and tokenizer**; report it beside every
+  probe accuracy (measured: SIB-200 dev, see the report).
+- *Tiny stand-ins (1-10M parameters, a few hundred CPU steps).* Multiple-choice accuracy is at chance and means
+  nothing; bits per byte and this probe's gain over the random-init model are the informative numbers. A
+  before/after change of the probe counts only where it exceeds about two standard errors of the difference
+  (``sqrt(se_a^2 + se_b^2)``; with 204 SIB-200 test items one standard error is about 3 points near 50%).
+- *Small real models (~100M, SmolLM2-135M).* The probe is well above the random-init model in both languages
+  and the multiple-choice tasks begin to move in English (SIB-200 zero-shot ~30% against 14%); Azerbaijani
+  multiple choice still sits near chance, so there the probe and bpb are what say whether adaptation helped.
+- *1B and up.* Multiple-choice accuracy (``acc_norm``) is the headline; the probe saturates and mainly checks
+  that adaptation did not destroy the representations (a drop is a warning).
+
+The probe's test split should be another split than its train split (SIB-200: train -> dev, or train+dev ->
+test for the larger test split). Small splits give wide errors: read the standard error before the accuracy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ..utils import progress
+
+__all__ = ["hidden_features", "linear_probe", "probe_task", "ProbeError"]
+
+
+class ProbeError(ValueError):
+    """Input a probe cannot use: an empty split, a label the train split lacks, features of the wrong shape."""
+
+
+def _encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:
+    if not callable(tokenizer):
+        raise ProbeError(f"tokenizer must be a Hugging Face tokenizer (callable), got {type(tokenizer).__name__}")
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    for i, row in enumerate(ids):
+        if not row:
+            raise ProbeError(f"text {i} ({texts[i]!r}) has no tokens: drop empty texts before probing")
+    return ids
+
+
+def _check_layer(model, layer: int) -> int:
+    n = int(model.config.num_hidden_layers) + 1  # hidden_states: the embeddings, then one per layer
+    if not -n <= layer < n:
+        raise ProbeError(f"layer {layer} is out of range for a model with {n - 1} layers (use -{n}..{n - 1}; "
+                         "-1 is the last layer, 0 the embeddings)")
+    return layer
+
+
+def hidden_features(model, tokenizer, texts: Sequence[str], *, layer: int = -1, batch_size: int = 16,
+                    max_length: int = 128) -> np.ndarray:
+    """Mean-pooled hidden states of ``layer`` (``-1`` the last, ``0`` the embeddings), one float32 row per text,
+    in the order of ``texts``; see the module docstring. The model runs in eval mode under ``torch.no_grad``
+    (its training mode is restored after), on its own device; progress goes to the terminal."""
+    import torch
+
+    texts = list(texts)
+    if not texts:
+        raise ProbeError("hidden_features needs at least one text, got none")
+    if bad := [i for i, t in enumerate(texts) if not isinstance(t, str)]:
+        raise ProbeError(f"texts must be strings; item {bad[0]} is {type(texts[bad[0]]).__name__}")
+    if batch_size < 1 or max_length < 1:
+        raise ProbeError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+    _check_layer(model, layer)
+    ids = _encode(tokenizer, texts, max_length)
+    pad = next((t for t in (getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None))
+                if t is not None), 0)  # any id: padded positions are masked out of attention and pooling
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+    out = np.zeros((len(ids), int(model.config.hidden_size)), dtype=np.float32)
+    device, was_training = next(model.parameters()).device, model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in progress(range(0, len(order), batch_size), desc="probe features", unit="batch"):
+                rows = order[start:start + batch_size]
+                width = max(len(ids[i]) for i in rows)
+                x = torch.full((len(rows), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for j, i in enumerate(rows):
+                    x[j, :len(ids[i])] = torch.tensor(ids[i])
+                    mask[j, :len(ids[i])] = 1
+                hs = model(input_ids=x.to(device), attention_mask=mask.to(device),
+                           output_hidden_states=True).hidden_states[layer].float()
+                m = mask.to(device).unsqueeze(-1).to(hs.dtype)
+                out[rows] = ((hs * m).sum(1) / m.sum(1)).cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def _check_split(name: str, X, y) -> tuple[np.ndarray, np.ndarray]:
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
+    if X.ndim != 2 or len(X) == 0:
+        raise ProbeError(f"the {name} split is empty or not 2-D features (shape {X.shape}): it needs rows of "
+                         "features, one per item")
+    if y.ndim != 1 or len(y) != len(X):
+        raise ProbeError(f"the {name} split has {len(X)} feature rows but labels of shape {y.shape}")
+    if not np.isfinite(X).all():
+        raise ProbeError(f"the {name} split's features hold NaN or inf (row {int(np.argwhere(~np.isfinite(X))[0, 0])})")
+    return X, y
+
+
+def linear_probe(train_X, train_y, test_X, test_y, *, seed: int, C: float = 1.0) -> dict:
+    """Fit a logistic regression on standardized ``train_X`` and score it on ``test_X``.
+
+    Returns ``accuracy``, ``stderr`` (binomial, ``sqrt(p(1-p)/n_test)``), ``chance_uniform`` (1 / ``n_classes``),
+    ``chance_majority`` (the share of the test items whose label is the train split's most frequent one: the
+    score of always answering it), ``n_train``, ``n_test``, ``n_classes``, ``C``, ``seed`` and ``converged``.
+    The same inputs and ``seed`` give the same result.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    import warnings
+
+    Xtr, ytr = _check_split("train", train_X, train_y)
+    Xte, yte = _check_split("test", test_X, test_y)
+    if Xtr.shape[1] != Xte.shape[1]:
+        raise ProbeError(f"train features have {Xtr.shape[1]} columns, test features {Xte.shape[1]}")
+    classes = sorted(set(ytr.tolist()))
+    if len(classes) < 2:
+        raise ProbeError(f"the train split has only one label ({classes}): a probe needs at least two classes")
+    if unseen := sorted(set(yte.tolist()) - set(classes)):
+        raise ProbeError(f"test labels {unseen} never occur in the train split, so the probe cannot predict them: "
+                         "use splits with the same label set")
+    clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000, random_state=seed))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        clf.fit(Xtr, ytr)
+    p = float((clf.predict(Xte) == yte).mean())
+    majority = Counter(ytr.tolist()).most_common(1)[0][0]
+    return {"accuracy": p, "stderr": float(np.sqrt(p * (1 - p) / len(yte))), "chance_uniform": 1 / len(classes),
+            "chance_majority": float((yte == majority).mean()), "n_train": len(ytr), "n_test": len(yte),
+            "n_classes": len(classes), "C": C, "seed": seed,
+            "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught)}
+
+
+def _split(name: str, rows: Iterable) -> tuple[list[str], list]:
+    texts, labels = [], []
+    for i, row in enumerate(rows):
+        if not (isinstance(row, (tuple, list)) and len(row) == 2 and isinstance(row[0], str)):
+            raise ProbeError(f"{name} row {i} must be a (text, label) pair with a string text, got {row!r:.80}")
+        texts.append(row[0])
+        labels.append(row[1])
+    if not texts:
+        raise ProbeError(f"the {name} split is empty: a probe needs labelled rows in both splits")
+    return texts, labels
+
+
+def probe_task(model, tokenizer, train_rows: Iterable, test_rows: Iterable, *, seed: int = 0, layer: int = -1,
+               batch_size: int = 16, max_length: int = 128, C: float = 1.0) -> dict:
+    """:func:`linear_probe` on the :func:`hidden_features` of ``(text, label)`` rows; the result also holds
+    ``layer`` and ``labels`` (the train split's label set, sorted)."""
+    train_t, train_y = _split("train", train_rows)
+    test_t, test_y = _split("test", test_rows)
+    if unseen := sorted(set(map(str, test_y)) - set(map(str, train_y))):
+        raise ProbeError(f"test labels {unseen} never occur in the train split: use splits with the same labels")
+    kw = {"layer": layer, "batch_size": batch_size, "max_length": max_length}
+    res = linear_probe(hidden_features(model, tokenizer, train_t, **kw), np.asarray(train_y, dtype=object).astype(str),
+                       hidden_features(model, tokenizer, test_t, **kw), np.asarray(test_y, dtype=object).astype(str),
+                       seed=seed, C=C)
+    return {**res, "layer": layer, "labels": sorted(set(map(str, train_y)))}
