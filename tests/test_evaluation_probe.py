@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from transformers import PreTrainedTokenizerFast
 
-from azllm.evaluation.probe import ProbeError, hidden_features, linear_probe, probe_task
+from azllm.evaluation.probe import ProbeError, cross_validated_probe, hidden_features, linear_probe, probe_task
 from azllm.model import build_model, model_config
 from conftest import FIXTURES, TINY_MODEL
 
@@ -82,6 +82,19 @@ def test_the_probe_finds_a_planted_signal_and_not_a_shuffled_one():
     assert linear_probe(Xtr, ytr, Xte, yte, seed=0) == res
 
 
+def test_the_cross_validated_probe_predicts_every_item_once():
+    rng = np.random.default_rng(1)
+    X, y = _planted(rng, 300, 4.0)
+    res = cross_validated_probe(X, y, seed=0, folds=5)
+    assert res["accuracy"] > 0.95 and res["n_test"] == 300 and res["n_train"] == 240 and res["folds"] == 5
+    assert cross_validated_probe(X, y, seed=0, folds=5) == res
+    assert max(np.bincount(y)) / 300 - 0.02 < res["chance_majority"] <= max(np.bincount(y)) / 300
+    null = cross_validated_probe(rng.normal(size=(300, 16)), y, seed=0)
+    assert abs(null["accuracy"] - 1 / 3) < 3 * null["stderr"]
+    with pytest.raises(ProbeError, match="label 2 has 3 items, fewer than folds=5"):
+        cross_validated_probe(np.ones((13, 2)), [0] * 5 + [1] * 5 + [2] * 3, seed=0)
+
+
 def test_bad_splits_are_refused_with_what_to_do():
     X, y = np.ones((4, 3)), np.array([0, 1, 0, 1])
     with pytest.raises(ProbeError, match="train split is empty"):
@@ -117,3 +130,5 @@ def test_a_random_tiny_model_separates_languages_deterministically(model, tok):
     res = probe_task(model, tok, train, test, seed=1)
     assert res["accuracy"] >= 0.9 and res["labels"] == ["az", "en"] and (res["n_train"], res["n_test"]) == (80, 40)
     assert probe_task(model, tok, train, test, seed=1) == res
+    cv = probe_task(model, tok, rows, seed=1, folds=4)
+    assert cv["accuracy"] >= 0.9 and cv["n_test"] == 120 and cv["folds"] == 4
