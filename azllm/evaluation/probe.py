@@ -175,7 +175,7 @@ def _result(correct: np.ndarray, majority_correct: np.ndarray, n_classes: int, *
     p = float(correct.mean())
     return {"accuracy": p, "stderr": float(np.sqrt(p * (1 - p) / len(correct))), "chance_uniform": 1 / n_classes,
             "chance_majority": float(majority_correct.mean()), "n_test": len(correct), "n_classes": n_classes,
-            **extra}
+            "correct": [int(c) for c in correct], **extra}
 
 
 def linear_probe(train_X, train_y, test_X, test_y, *, seed: int, C: float = 1.0) -> dict:
@@ -183,7 +183,8 @@ def linear_probe(train_X, train_y, test_X, test_y, *, seed: int, C: float = 1.0)
 
     Returns ``accuracy``, ``stderr`` (binomial, ``sqrt(p(1-p)/n_test)``), ``chance_uniform`` (1 / ``n_classes``),
     ``chance_majority`` (the share of the test items whose label is the train split's most frequent one: the
-    score of always answering it), ``n_train``, ``n_test``, ``n_classes``, ``C``, ``seed`` and ``converged``.
+    score of always answering it), ``n_train``, ``n_test``, ``n_classes``, ``C``, ``seed``, ``converged`` and ``correct`` (1/0 per test item,
+    in order: what a paired before/after comparison reads).
     The same inputs and ``seed`` give the same result.
     """
     Xtr, ytr = _check_split("train", train_X, train_y)

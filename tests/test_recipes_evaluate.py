@@ -1,0 +1,96 @@
+"""The evaluation recipe: notebook 06 on the tiny params (every way of notebook 05 before -> after, the ranking,
+contamination), ``azllm eval`` on an exported folder and on a checkpoint, results.json, the cache, the GPU params."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from azllm.config import load_params
+
+from conftest import FIXTURES
+from eval_helpers import REPO, adapt_report, eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
+
+
+@pytest.mark.slow  # shares notebook 05's run (eval_helpers.adapt_report)
+def test_notebook_06_scores_every_way_before_and_after(adapt_report):
+    _, m, _ = adapt_report
+    e = m["metrics"]["evaluate"]
+    runs = {(r["way"], r["method"]) for r in e["ranking"]}
+    assert runs == {(w, me) for w in ("keep", "extend", "swap") for me in ("full", "lora")}
+    tasks = {"sib200_az", "sib200_en", "tumlu_az", "mmlu_en", "flores_en_az", "flores_az_en", "sib200_az_probe",
+             "sib200_en_probe"}
+    assert tasks <= set(e["base"]["tasks"])
+    for name in tasks:
+        t = e["base"]["tasks"][name]
+        assert t["value"] is not None and t["stderr"] is not None and t["n"] > 0
+    rows = e["before_after"]
+    assert {r["task"] for r in rows} >= tasks and all(r["verdict"] in ("gain", "loss", "within noise") for r in rows)
+    assert all(r["paired"] for r in rows if r["metric"] in ("acc", "acc_norm"))
+    per_hour = [r["az_gain_per_device_hour"] for r in e["ranking"]]
+    assert per_hour == sorted(per_hour, reverse=True)
+    assert {c["set"] for c in e["contamination"]} >= {"flores", "task:sib200_az", "task:tumlu_az", "task:mmlu"}
+    assert e["fewshot_overlap"]["tumlu_az"]["pool_is_test_split"]
+    assert all(c["prepends BOS"] is False for c in e["conventions"])
+    assert [n["name"] for n in m["notebooks"]] == ["05_adapt", "06_evaluate"]
+
+
+@pytest.mark.slow
+def test_azllm_eval_scores_an_export_and_a_checkpoint(adapt_report, tmp_path):
+    _, m, art = adapt_report
+    env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)}
+    export = art / "adapt" / "extend-lora-export"
+    out = subprocess.run([sys.executable, "-m", "azllm", "eval", "params/tiny.yaml", "--model", str(export),
+                          "--out", str(tmp_path / "ev")], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(Path(out.stdout.strip().splitlines()[-1]).read_text())
+    assert res["model"]["kind"] == "folder" and res["lm_eval"].startswith("0.4")
+    assert set(res["task_hashes"]) >= {"sib200_az", "tumlu_az", "mmlu_en_marketing"}
+    assert res["num_fewshot"]["tumlu_az"] == 1 and res["n_items"]["sib200_az"] == 14 and res["seed"] == 1234
+    assert "sib200_az" in out.stdout and "±" in out.stdout
+    # the same export scored by notebook 06 gives the same numbers
+    after = m["metrics"]["evaluate"]["after"]["extend-lora"]["tasks"]
+    assert res["tasks"]["sib200_az"]["items"] == after["sib200_az"]["items"]
+
+    from azllm.cli import main
+
+    ck = sorted((art / "adapt" / "keep-full").glob("checkpoint-*"))[-1]
+    assert not (ck / "tokenizer.json").exists()  # the tokenizer comes from the run's azllm_run.json
+    os.environ["AZLLM_DATA_ROOT"] = str(FIXTURES)
+    try:
+        assert main(["eval", "params/tiny.yaml", "--model", str(ck), "--limit", "3", "--out",
+                     str(tmp_path / "ck")]) == 0
+    finally:
+        os.environ.pop("AZLLM_DATA_ROOT", None)
+    res = json.loads((tmp_path / "ck" / "results.json").read_text())
+    assert res["n_items"]["sib200_az"] == 3 and res["model"]["spec"] == str(ck)
+
+
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, monkeypatch, tiny_folder):
+    from azllm.cli import main
+
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
+    p = tmp_path / "p.yaml"
+    p.write_text("evaluate: {tasks: [sib200_az, hellaswagg]}\n")
+    assert main(["eval", str(p), "--model", str(tiny_folder)]) == 2
+    assert "'hellaswagg' (close: hellaswag" in capsys.readouterr().err
+    p.write_text("evaluate: {tasks: [sib200_az]}\n")
+    assert main(["eval", str(p), "--model", str(tmp_path)]) == 2
+    assert "not a model folder" in capsys.readouterr().err
+    p.write_text("evaluate: {tasks: [sib200_az], local: {sib200_az: {path: nowhere/dev.tsv}}}\n")
+    assert main(["eval", str(p), "--model", str(tiny_folder)]) == 2
+    assert "nowhere/dev.tsv: no such file or folder" in capsys.readouterr().err
+
+
+def test_gpu_eval_params_keep_the_hub_path_and_tasks():
+    from azllm.recipes.tasks import hub_tasks
+
+    cfg = load_params(REPO / "params/gpu_eval.yaml")
+    assert cfg.adapt.base == "meta-llama/Llama-3.2-1B" and cfg.notebooks == ["05_adapt", "06_evaluate"]
+    assert set(hub_tasks(cfg)) == {"belebele_azj_Latn", "include_base_44_azerbaijani",
+                                   "global_piqa_nonparallel_cloze_azj_latn", "mmlu", "hellaswag", "arc_easy"}
+    assert cfg.evaluate.az_headline == "sib200_az" and cfg.evaluate.en_headline == "mmlu_en"
