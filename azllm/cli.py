@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     except ParamsError as e:
         print(f"azllm: bad params: {e}", file=sys.stderr)
         return 2
-    except (EvalError, KeyError) as e:
+    except (*EvalError, KeyError) as e:
         if args.cmd != "eval":
             raise
         print(f"azllm eval: {e}", file=sys.stderr)

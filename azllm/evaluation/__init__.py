@@ -2,8 +2,9 @@
 
 from .datasets import EvalDataError
 from .harness import EvalModelError, UnknownTaskError
+from .probe import ProbeError
 
-EvalError = (EvalDataError, EvalModelError, UnknownTaskError)
+EvalError = (EvalDataError, EvalModelError, UnknownTaskError, ProbeError)
 """The errors of bad evaluation input (a file, a model, a task name): ``except EvalError``."""
 
-__all__ = ["EvalError", "EvalDataError", "EvalModelError", "UnknownTaskError"]
+__all__ = ["EvalError", "EvalDataError", "EvalModelError", "UnknownTaskError", "ProbeError"]

@@ -170,6 +170,7 @@ def task_rows(config: dict, split: str = "test") -> list[dict]:
         if not kw.get("fewshot_path"):
             return task_rows(config, "test") if config.get("fewshot_split") == config.get("test_split") else []
         kw["path"] = kw["fewshot_path"]
+        kw.pop("first", None)  # ``first`` cuts the test split, never the pool
     kw["fewshot_path"] = None
     return list(fn(**kw)["test"])
 
