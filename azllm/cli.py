@@ -4,7 +4,9 @@ Commands:
     run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
     train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
                                                                  one training run (also under torchrun/accelerate)
-    eval PARAMS --model PATH_OR_ID [--tokenizer DIR] [--out DIR] score one model on evaluate.tasks -> results.json
+    eval PARAMS --model PATH_OR_ID [--tokenizer DIR] [--out DIR] [--limit N]
+                                                                 score one model on evaluate.tasks -> results.json
+         [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
@@ -52,6 +54,10 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--tokenizer", help="the tokenizer folder (default: the model's own, or the one its run recorded)")
     ev.add_argument("--out", help="folder of results.json (default: artifacts/<run>/eval/<model name>/)")
     ev.add_argument("--limit", type=int, help="score only the first N items of every task (a quick check)")
+    ev.add_argument("--lm-eval-command", action="store_true",
+                    help="print lm-eval's own command for these tasks (checked by its parser) and exit")
+    ev.add_argument("--gpus", type=int, default=1, help="with --lm-eval-command: data-parallel GPUs")
+    ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -125,6 +131,16 @@ def _eval(args) -> int:
     from .recipes.evaluate import evaluate_model
     from .tables import eval_lines
 
+    if args.lm_eval_command:
+        from .evaluation.commands import as_shell, check_lm_eval_argv, lm_eval_argv
+        from .recipes.paths import Paths
+
+        cfg = load(args.params)
+        argv = lm_eval_argv(args.model, list(cfg.evaluate.tasks), gpus=args.gpus, backend=args.backend,
+                            data_root=str(Paths(cfg).data_root) if Paths(cfg).data_root else None, seed=cfg.seed)
+        check_lm_eval_argv(argv)
+        print(as_shell(argv))
+        return 0
     over = None
     if args.limit:
         over = {"evaluate": {"limit": args.limit, "local": {

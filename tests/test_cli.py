@@ -15,8 +15,8 @@ from azllm.cli import main, parser
 
 from conftest import FIXTURES, REPO, TINY_MODEL
 
-SUBCOMMANDS = [["run"], ["train"], ["launch"], ["bench"], ["bench", "encoder"], ["bench", "methods"],
-               ["bench", "overhead"], ["bench", "gpu"], ["lock-env"]]
+SUBCOMMANDS = [["run"], ["train"], ["eval"], ["launch"], ["bench"], ["bench", "encoder"], ["bench", "methods"],
+               ["bench", "overhead"], ["bench", "gpu"], ["bench", "eval"], ["lock-env"]]
 
 
 @pytest.mark.parametrize("cmd", SUBCOMMANDS, ids=" ".join)
