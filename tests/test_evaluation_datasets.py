@@ -50,7 +50,8 @@ def test_a_test_split_in_the_dev_format_works_with_no_code_change(tmp_path):
     from azllm.evaluation.tasks import local_task, task_rows
 
     _write_test_splits(tmp_path)
-    (sib,) = local_task("sib200_az", path=str(tmp_path / "sib/test.tsv"))
+    (sib,) = local_task("sib200_az", path=str(tmp_path / "sib/test.tsv"),
+                        fewshot_path=str(EV / "az/eval/sib200/azj_Latn/train.tsv"))
     assert [r["text"] for r in task_rows(sib)] == ['Həkim "sağlam" dedi.', "Qatar Bakıdan çıxdı."]
     (tum,) = local_task("tumlu_az", path=str(tmp_path / "tumlu/test"), fewshot_path=str(EV / "az/eval/tumlu/dev"),
                         num_fewshot=1)

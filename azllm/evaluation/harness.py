@@ -112,7 +112,6 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     """Score ``model`` on local task ``configs`` (:func:`azllm.evaluation.tasks.local_task`) and lm-eval registry
     names ``hub_tasks``; returns ``{"tasks": {name: {...}}, "lm_eval", "task_hashes", "n_items", "num_fewshot",
     "seed", "bos"}``. ``limit``: the first items of each task (None: all)."""
-    import lm_eval
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
@@ -124,6 +123,9 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     was_training = model.training
     model.eval()
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length)
+    if not configs and not hub_tasks:  # nothing to score (e.g. no task's data is here)
+        return {"tasks": {}, "subtasks": {}, "lm_eval": _version(), "task_hashes": {}, "n_items": {},
+                "num_fewshot": {}, "seed": seed, "limit": limit, "bos": bos_convention(tokenizer)}
     stream = log_stream()  # lm-eval's progress bars and prints: the terminal / the run's log, never a page
     try:
         with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
@@ -155,7 +157,7 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     named = {n for n in by_name if not n.startswith("mmlu_en_")} | set(hub_tasks) | set(pooled)
     subtasks = {k: v for k, v in tasks.items() if k not in named}
     tasks = {k: v for k, v in tasks.items() if k in named}
-    return {"tasks": tasks, "subtasks": subtasks, "lm_eval": lm_eval.__version__ if hasattr(lm_eval, "__version__") else _version(),
+    return {"tasks": tasks, "subtasks": subtasks, "lm_eval": _version(),
             "task_hashes": {c["task"]: config_hash(c) for c in configs},
             "n_items": {k: v.get("n") for k, v in tasks.items()},
             "num_fewshot": {k: v.get("num_fewshot") for k, v in tasks.items()}, "seed": seed,

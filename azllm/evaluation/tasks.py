@@ -150,6 +150,7 @@ def local_task(name: str, *, path: str | None = None, fewshot_path: str | None =
             raise EvalDataError(f"task {name}: num_fewshot={cfg['num_fewshot']} needs a few-shot pool "
                                 "(evaluate.local.<task>.fewshot_path)")
     cfg["dataset_kwargs"] = kw
+    _check_paths(name, kw)
     if name != "mmlu_en":
         return [cfg]
     subjects = list(subset) if subset else mmlu_subjects(kw["path"])
@@ -160,6 +161,23 @@ def local_task(name: str, *, path: str | None = None, fewshot_path: str | None =
                             f"{s.replace('_', ' ')}.\n\n"}
         out.append(c)
     return out
+
+
+_PATTERN = {"sib200": "*.tsv", "tumlu": "*.jsonl", "mmlu": "*.csv"}
+
+
+def _check_paths(name: str, kw: dict) -> None:
+    """Fail early, naming the path, when a task's test split or pool is not there."""
+    for key in ("path", "fewshot_path"):
+        p = kw.get(key)
+        if not p:
+            continue
+        if _family(name) == "flores":
+            for lang in (kw["source_lang"], kw["target_lang"]):
+                if "{lang}" in p and not Path(_at(kw.get("data_root"), p.format(lang=lang))).is_file():
+                    raise EvalDataError(f"{p.format(lang=lang)}: no such file; set evaluate.local.{name}.{key}")
+        else:
+            split_files(_at(kw.get("data_root"), p), _PATTERN[_family(name)])
 
 
 def task_rows(config: dict, split: str = "test") -> list[dict]:
