@@ -223,6 +223,20 @@ def _adapt_answer(m: dict) -> tuple | None:
             "the base before adaptation (step 0)", "05_adapt.html")
 
 
+def _eval_answer(m: dict) -> tuple | None:
+    e = m.get("evaluate") or {}
+    rank = [r for r in e.get("ranking") or [] if r.get("az_gain") is not None]
+    if not rank:
+        return None
+    top = rank[0]
+    en = (f"; English {e.get('en_headline')} {_f(top['en_change'], '{:+.3f}')} ({top['en_verdict']})"
+          if top.get("en_change") is not None else "")
+    return ("Most Azerbaijani per device-hour (downstream)",
+            f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
+            f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}",
+            "the base before adaptation; a gain only beyond 1.96 paired standard errors", "06_evaluate.html")
+
+
 def _technique_answers(m: dict) -> list[tuple]:
     b = m.get("benchmark") or {}
     ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed ×") is not None]
@@ -242,7 +256,8 @@ def _technique_answers(m: dict) -> list[tuple]:
 def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
     """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
     produce is left out. Every number is also in metrics.json."""
-    rows = [_tokenizer_answer(metrics), _bpb_answer(metrics), _adapt_answer(metrics), *_technique_answers(metrics)]
+    rows = [_tokenizer_answer(metrics), _bpb_answer(metrics), _adapt_answer(metrics), _eval_answer(metrics),
+            *_technique_answers(metrics)]
     return [r for r in rows if r is not None]
 
 

@@ -138,8 +138,13 @@ def test_the_index_answers_the_study_beside_its_reference_points():
                             "en bpb before": 1.5, "en bpb after": 1.6}]},
         "benchmark": {"variants": [{"variant": "baseline", "status": "ok", "speed ×": 1.0, "memory ×": 1.0},
                                    {"variant": "liger", "status": "unavailable", "speed ×": None}],
-                      "cost": [{"variant": "baseline", "$ per 1B tokens": 1234.0, "price/h": 3.5}]}}
+                      "cost": [{"variant": "baseline", "$ per 1B tokens": 1234.0, "price/h": 3.5}]},
+        "evaluate": {"az_headline": "sib200_az_probe", "en_headline": "sib200_en_probe",
+                     "ranking": [{"way": "swap", "method": "full", "az_gain": 0.12, "az_gain_se": 0.03,
+                                  "az_verdict": "gain", "en_change": -0.05, "en_verdict": "within noise"}]}}
     rows = {q: (a, ref, page) for q, a, ref, page in _headline(metrics)}
+    assert rows["Most Azerbaijani per device-hour (downstream)"][0] == (
+        "swap / full: sib200_az_probe +0.120 ± 0.030 (gain); English sib200_en_probe -0.050 (within noise)")
     assert rows["Tokens per word"] == ("bpe-32k: 1.440 on flores", "llama3 3.410, aztc-32k 1.467",
                                        "01_tokenizers.html")
     assert rows["Held-out bits per byte"][0] == "val 2.400, flores 2.370"
