@@ -32,6 +32,10 @@ out_dir = "reports/tiny"
 # - **Noise**: every score carries its standard error. A before -> after difference is a gain (▲) or a loss (▼)
 #   only when it exceeds `evaluate.z` (1.96) standard errors of the difference, paired on the same items;
 #   otherwise it is within noise (·).
+# - **What is informative at which size**: a stand-in of about a million parameters sits at chance on every
+#   multiple-choice task and near zero chrF++, so on this CPU run only bits per byte and the **probe** separate the
+#   ways (its chance level is the majority class, what a model whose features carry nothing reaches). From about
+#   100M parameters (SmolLM2-135M, `params/smollm2.yaml`) SIB-200 leaves chance; TUMLU and MMLU need ~1B+.
 # - **The same few-shot examples for every model** (a seeded draw over the items in order) and each tokenizer's own
 #   BOS convention (recorded below); `azllm eval PARAMS --model FOLDER` scores any one model the same way.
 

@@ -112,3 +112,14 @@ def test_every_exported_tokenizer_declares_the_bos_its_model_was_trained_with(ev
         hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         assert bos_convention(hf)["prepends_bos"] is False
         assert hf(text).input_ids == load_tokenizer(folder).encode(text)
+
+
+def test_the_generative_tumlu_variant_scores_the_answer_letter(tiny_model, hf_tok):
+    from azllm.evaluation.tasks import letter_match
+
+    assert letter_match({"letter": "B"}, ["b"]) == {"exact_match": 1.0}
+    assert letter_match({"letter": "B"}, ["[invalid]"]) == {"exact_match": 0.0}
+    res = score(tiny_model, hf_tok, task("tumlu_az_cot", first=2), batch_size=2, bootstrap_iters=1)
+    t = res["tasks"]["tumlu_az_cot"]
+    assert t["headline"] == "exact_match" and t["n"] == 2 and t["value"] in (0.0, 0.5, 1.0)
+    assert t["num_fewshot"] == 1 and t["chance"] is None
