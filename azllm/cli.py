@@ -4,6 +4,7 @@ Commands:
     run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
     train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
                                                                  one training run (also under torchrun/accelerate)
+    sft PARAMS                                                   instruction tuning (sft section): run, answers, export
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
@@ -44,6 +45,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float)
     t.add_argument("--base")
     t.add_argument("--output-dir")
+    sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
+    sf.add_argument("params")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from .config import ParamsError
 
-    commands = {"run": _report, "train": _train, "launch": _launch, "bench": _bench}
+    commands = {"run": _report, "train": _train, "sft": _sft, "launch": _launch, "bench": _bench}
     try:
         return commands[args.cmd](args)
     except ParamsError as e:
@@ -108,6 +111,26 @@ def _launch(args) -> int:
     except ImportError as e:
         print(f"azllm: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _sft(args) -> int:
+    """``sft``: :func:`azllm.recipes.sft.sft_command` (inside SageMaker too); prints the run's results.json path."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    from .recipes import load
+    from .recipes.sft import sft_command
+
+    r = sft_command(load(args.params), show=lambda s: print(s, file=sys.stderr))
+    if r.get("interrupted"):
+        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+              file=sys.stderr)
+        return 0
+    print(Path(r["output_dir"]) / "results.json")
     return 0
 
 

@@ -101,7 +101,7 @@ def test_the_staged_code_folder_runs_azllm_train_on_the_params_file(tmp_path):
     assert (src / "requirements.txt").read_text() == (REPO / "requirements.lock").read_text()
     assert (src / "azllm" / "__main__.py").is_file() and not list(src.rglob("__pycache__"))
     entry = (src / "azllm_train.py").read_text()
-    assert 'main(["train", args.params])' in entry
+    assert "COMMAND = 'train'" in entry and "main([COMMAND, args.params])" in entry
     # the entry's own folder comes first on sys.path: the staged package is the one imported
     p = subprocess.run([sys.executable, "-c", "import azllm; print(azllm.__file__)"], cwd=src, capture_output=True,
                        text=True, check=True)
