@@ -32,7 +32,12 @@ def make_base(folder: Path, tokenizer_dir: Path | None = None, *, seed: int = 0)
                                                   FIXTURES)))
         tokenizer_dir = train_tokenizer(docs, folder.parent / f"{folder.name}-sp", vocab_size=512,
                                         model_type="unigram", seed=seed, num_threads=1)
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    if (Path(tokenizer_dir) / "tokenizer_config.json").is_file():
+        tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    else:  # bare GPT-2 files (vocab.json + merges.txt)
+        from transformers import GPT2TokenizerFast
+
+        tok = GPT2TokenizerFast.from_pretrained(str(tokenizer_dir))
     model = build_model(model_config("tiny", len(tok), **copy.deepcopy(TINY_MODEL)), seed=seed)
     model.save_pretrained(str(folder), safe_serialization=True)
     tok.save_pretrained(str(folder))
@@ -45,8 +50,7 @@ def tiny_base(tmp_path_factory) -> Path:
     return make_base(tmp_path_factory.mktemp("base") / "base")
 
 
-@pytest.fixture(scope="module")
-def conversations() -> list[dict]:
+def fixture_conversations() -> list[dict]:
     """The fixture instruction data as cleaned conversations (native pairs + translated Alpaca rows)."""
     from azllm.data import resolve_source
     from azllm.sft.clean import clean_conversations
@@ -58,6 +62,12 @@ def conversations() -> list[dict]:
                                   placeholders=["Yox"])
         convs += c
     return clean_conversations(convs)[0]
+
+
+@pytest.fixture(scope="module")
+def conversations() -> list[dict]:
+    """:func:`fixture_conversations`."""
+    return fixture_conversations()
 
 
 TINY_SPEC = dict(max_steps=8, batch_size=2, lr=3e-3, warmup_steps=1, eval_steps=4, logging_steps=1,
