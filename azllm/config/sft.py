@@ -67,7 +67,7 @@ class SftConfig(_Section):
     """Values of an instruction record's ``input`` that mean "no input" (matched after normalization, ignoring case
     and end punctuation): the translation artefact ``"Yox"`` of the machine-translated Alpaca set. Only the
     ``input`` field: a reply "Yox" in a conversation is a real answer."""
-    near_dup_threshold: float = 0.85
+    near_dup_threshold: float = 0.8
     """Prompts whose character 5-gram sets have a Jaccard similarity at or above this are near-duplicates (the
     later one is dropped); 1.0: exact duplicates only (always removed)."""
     max_length: int = 512

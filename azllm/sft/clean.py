@@ -18,7 +18,7 @@ import hashlib
 
 import numpy as np
 
-from ..text import normalize
+from ..text import az_lower, normalize
 from .data import SftDataError, check_conversation
 
 __all__ = ["clean_conversations", "prompt_text", "dedupe_prompts", "holdout_split", "apply_length_limit"]
@@ -44,11 +44,11 @@ def clean_conversations(convs: list[dict]) -> tuple[list[dict], dict]:
 
 
 def prompt_text(conv: dict) -> str:
-    """The prompt of a conversation: its system and user turns, joined, case-folded."""
-    return "\n".join(m["content"] for m in conv["messages"] if m["role"] != "assistant").casefold()
+    """The prompt of a conversation: its system and user turns, joined, in Azerbaijani lowercase (I -> ı, İ -> i)."""
+    return az_lower("\n".join(m["content"] for m in conv["messages"] if m["role"] != "assistant"))
 
 
-def dedupe_prompts(convs: list[dict], *, threshold: float = 0.85, block: int = 2048) -> tuple[list[dict], dict]:
+def dedupe_prompts(convs: list[dict], *, threshold: float = 0.8, block: int = 2048) -> tuple[list[dict], dict]:
     """Conversations with exact and near-duplicate prompts removed (module docstring): ``(kept, counts)`` with
     ``exact`` and ``near``."""
     seen, first = set(), []

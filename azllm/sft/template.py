@@ -14,8 +14,9 @@ between special tokens, so it tokenizes the same in training and after a generat
 
 **A base's own template** (Llama-3.x, Qwen, ChatML ...) is kept with ``template="auto"``. Assistant-only loss needs
 generation markers: a template without them is swapped for TRL's training version of the same template when TRL
-has one (:func:`trl.chat_template_utils.get_training_chat_template`: same text, markers added), else
-:func:`check_generation_markers` stops with what to do. :data:`CHATML_TEMPLATE` is ChatML (``<|im_start|>role\\n``
+has one (:func:`trl.chat_template_utils.get_training_chat_template`: same text, markers added), or a ChatML
+template written turn by turn, such as SmolLM2-Instruct's (:func:`chatml_with_markers`: markers added, kept only if
+it renders the same text), else :func:`check_generation_markers` stops with what to do. :data:`CHATML_TEMPLATE` is ChatML (``<|im_start|>role\\n``
 ... ``<|im_end|>\\n``, the format of SmolLM2-Instruct and Qwen) with markers, for ``template="chatml"``.
 
 The template that trained is the one saved: :func:`prepare_tokenizer` sets ``tokenizer.chat_template``, and
@@ -31,7 +32,8 @@ from pathlib import Path
 import torch
 
 __all__ = ["AZLLM_TEMPLATE", "CHATML_TEMPLATE", "ROLE_TOKENS", "END_OF_TURN", "SftTemplateError",
-           "has_generation_markers", "prepare_tokenizer", "check_generation_markers", "end_of_turn_token",
+           "has_generation_markers", "prepare_tokenizer", "check_generation_markers", "chatml_with_markers",
+           "end_of_turn_token",
            "add_token_rows", "conversation_lengths", "render_prompt"]
 
 END_OF_TURN = "<|end|>"
@@ -61,6 +63,15 @@ CHATML_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}\n")
 """ChatML with generation markers (``<|im_end|>`` inside them)."""
 
+_CHATML_TURN = "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+"""A ChatML turn as SmolLM2-Instruct's template writes it (real newlines inside the Jinja strings)."""
+_CHATML_MARKED = ("{% if message['role'] == 'assistant' %}{{'<|im_start|>assistant\n'}}{% generation %}"
+                  "{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{'\n'}}{% else %}" + _CHATML_TURN +
+                  "{% endif %}")
+_PROBE = [[{"role": "user", "content": "Sual"}, {"role": "assistant", "content": "Cavab"}],
+          [{"role": "system", "content": "S"}, {"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
+           {"role": "user", "content": "C"}, {"role": "assistant", "content": "D"}]]
+
 _NAMED = {"azllm": (AZLLM_TEMPLATE, ROLE_TOKENS), "chatml": (CHATML_TEMPLATE, ("<|im_start|>", "<|im_end|>"))}
 
 
@@ -76,7 +87,7 @@ def has_generation_markers(template: str | None) -> bool:
 def prepare_tokenizer(tokenizer, *, template: str = "auto", assistant_only_loss: bool = True,
                       name: str = "the base") -> dict:
     """Give ``tokenizer`` the chat template of training (in place) and return what was done:
-    ``{"template": "base" | "base (TRL training version)" | "azllm" | "chatml" | path, "added_tokens": [ids],
+    ``{"template": "base" | "base (with generation markers)" | "azllm" | "chatml" | path, "added_tokens": [ids],
     "end_of_turn": token, "end_of_turn_id": id}``. ``template``: ``auto`` (the base's own if it has one, else
     azllm's), ``azllm``, ``chatml`` or a path to a Jinja file. Tokens the template needs and the tokenizer lacks
     are added as special tokens (``added_tokens``: their ids, to get embedding rows, :func:`add_token_rows`)."""
@@ -97,7 +108,7 @@ def prepare_tokenizer(tokenizer, *, template: str = "auto", assistant_only_loss:
         tokenizer.add_tokens(missing, special_tokens=True)
     if assistant_only_loss and not has_generation_markers(tokenizer.chat_template):
         tokenizer.chat_template = check_generation_markers(tokenizer, name=name)
-        used = f"{used} (TRL training version)"
+        used = f"{used} (with generation markers)"
     eot = end_of_turn_token(tokenizer)
     return {"template": used, "added_tokens": list(range(before, len(tokenizer))), "end_of_turn": eot,
             "end_of_turn_id": tokenizer.convert_tokens_to_ids(eot)}
@@ -116,10 +127,30 @@ def check_generation_markers(tokenizer, *, name: str = "the base") -> str:
         if fixed and has_generation_markers(fixed):
             return fixed
         reason = "TRL has no training version of it"
+    marked = chatml_with_markers(tokenizer)
+    if marked is not None:
+        return marked
     raise SftTemplateError(
         f"assistant_only_loss needs a chat template with {{% generation %}} markers, and the template of {name} has "
         f"none ({reason}). Set sft.template: azllm (azllm's template, new role tokens) or chatml (ChatML with "
         "markers), give a Jinja file with markers, or set sft.assistant_only_loss: false (loss on every token).")
+
+
+def chatml_with_markers(tokenizer) -> str | None:
+    """A ChatML template written turn by turn as ``'<|im_start|>' + role + '\\n' + content + '<|im_end|>' + '\\n'``
+    (SmolLM2-Instruct's, with its default system turn) with the assistant turns marked: the same template otherwise,
+    kept only if it renders exactly the same text on probe conversations; else None."""
+    template = tokenizer.chat_template or ""
+    if _CHATML_TURN not in template:
+        return None
+    marked = template.replace(_CHATML_TURN, _CHATML_MARKED)
+    for msgs in _PROBE:
+        for gen in (False, True):
+            conv = msgs[:-1] if gen else msgs
+            if tokenizer.apply_chat_template(conv, chat_template=marked, tokenize=False, add_generation_prompt=gen) \
+                    != tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen):
+                return None
+    return marked
 
 
 def end_of_turn_token(tokenizer) -> str:
