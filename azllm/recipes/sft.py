@@ -153,6 +153,7 @@ def sft_data(cfg: Config, tokenizer) -> dict:
         x_counts = {"held_out": 0, "examples": {}}
     train, l_counts = apply_length_limit(train, conversation_lengths(tokenizer, train), max_length=s.max_length,
                                          policy=s.length_policy)
+    drawn = len(held)
     held, lh_counts = apply_length_limit(held, conversation_lengths(tokenizer, held), max_length=s.max_length,
                                          policy=s.length_policy)
     for name in per_source:
@@ -162,7 +163,7 @@ def sft_data(cfg: Config, tokenizer) -> dict:
               "bad": {k: v for src in per_source.values() for k, v in src["bad"].items()},
               "placeholder_inputs": sum(v["placeholder_inputs"] for v in per_source.values()),
               **c_counts, "after_clean": len(cleaned), "duplicates": d_counts, "after_dedupe": len(deduped),
-              "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin,
+              "held_out_drawn": drawn, "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin,
               "decontaminated": x_counts, "length": l_counts, "length_held_out": lh_counts, "train": len(train)}
     key = json_hash({"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}, n=12)
     return {"train": train, "held_out": held, "counts": counts, "notes": notes, "key": key}
@@ -180,13 +181,13 @@ def data_rows(counts: dict) -> list[dict]:
                      "treated as empty"},
             {"step": "deduplicated", "conversations": d["after_dedupe"],
              "note": f"{d['duplicates']['exact']} exact, {d['duplicates']['near']} near-duplicate prompts"},
-            {"step": "held out", "conversations": d["held_out"],
-             "note": f"fixed split of {d['held_out_origin']} text"},
-            {"step": "decontaminated", "conversations": d["after_dedupe"] - d["held_out"] - sum(x.values()),
+            {"step": "held out", "conversations": d["held_out_drawn"],
+             "note": f"fixed split of {d['held_out_origin']} text; {d['held_out']} within max_length"},
+            {"step": "decontaminated", "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
              "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped"},
             {"step": "length limit", "conversations": d["train"],
              "note": f"{d['length']['too_long']} over max_length: {d['length']['dropped_long']} dropped, "
-                     f"{d['length']['truncated']} truncated"},
+                     f"{d['length']['truncated']} truncated (held out: {d['length_held_out']['too_long']} over)"},
             {"step": "train", "conversations": d["train"], "note": ""}]
     return rows
 

@@ -208,7 +208,8 @@ def to_conversation(record: dict, *, where: str, source: str = "", fmt: str = "a
     if isinstance(system, str) and system.strip():
         messages = [{"role": "system", "content": system}, *messages]
     rid = record.get(f["id"])
-    return {"id": f"{source}:{rid}" if rid is not None else where, "where": where, "source": source,
+    rid = rid if rid is not None else where.rsplit("/", 1)[-1]  # no id field: the file name and line
+    return {"id": f"{source}:{rid}", "where": where, "source": source,
             "messages": messages, "placeholder_input": placeholder}
 
 
