@@ -11,6 +11,7 @@ Commands:
     bench methods PARAMS [--rounds N] [--steps N] [--methods ...] [--base DIR]
                                                                  full vs LoRA vs QLoRA, fresh processes, medians
     bench overhead PARAMS [--rounds N] [--steps N] [--threads N] the training path vs a bare loop
+    bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
     lock-env                                                     write environment.yml from requirements.lock
 
@@ -72,6 +73,11 @@ def _bench_parsers(b) -> None:
     o.add_argument("--rounds", type=int, default=4)
     o.add_argument("--steps", type=int, default=60)
     o.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    sb = bs.add_parser("sft", help="azllm's SFT path against a bare TRL SFTTrainer, fresh processes, medians")
+    sb.add_argument("params")
+    sb.add_argument("--rounds", type=int, default=3)
+    sb.add_argument("--steps", type=int, default=40)
+    sb.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
@@ -168,7 +174,22 @@ def _train(args) -> int:
 
 def _bench(args) -> int:
     return {"encoder": _bench_encoder, "methods": _bench_methods, "overhead": _bench_overhead,
-            "gpu": _bench_gpu}[args.bench](args)
+            "sft": _bench_sft, "gpu": _bench_gpu}[args.bench](args)
+
+
+def _bench_sft(args) -> int:
+    from .recipes import load
+    from .recipes.sft import sft_benchmark
+
+    res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    for r in res["rows"]:
+        print(f"round {r['round']} ({r['order']}): bare SFTTrainer {r['bare']:8.0f} tokens/s, azllm {r['recipe']:8.0f} "
+              f"tokens/s, ratio {r['ratio']:.3f}")
+    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, azllm {res['recipe']:.0f} tokens/s, "
+          f"ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f}); same losses: "
+          f"{res['same_losses']}")
+    print(f"written: {res['path']}")
+    return 0
 
 
 def _bench_encoder(args) -> int:

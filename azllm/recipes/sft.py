@@ -16,7 +16,8 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
   :func:`azllm.sft.train.sft_key`);
 - :func:`answers`: the held-out answers and their chrF++; :func:`export_sft`: the merged standalone folder;
 - :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
-- :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker).
+- :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
+- :func:`sft_benchmark`: azllm's SFT path against a bare ``SFTTrainer`` (:mod:`azllm.bench.sft`, ``azllm bench sft``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from .corpus import resolve
 from .paths import Paths
 
 __all__ = ["sft_spec", "base_folder", "best_adapt_run", "load_base_tokenizer", "sft_tokenizer", "sft_data",
-           "sft_run", "answers", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows"]
+           "sft_run", "answers", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows",
+           "sft_benchmark"]
 
 
 def sft_spec(cfg: Config, *, method: str | None = None, packing: bool | None = None, max_steps: int | None = None,
@@ -309,6 +311,24 @@ def compare_variants(cfg: Config, base: str, *, show=None) -> list[dict]:
                                                       "packing": v.packing, "max_steps": cfg.sft.compare_steps})
         out.append(ok_or_raise(res, f"sft variant {v.method} packing={v.packing}"))
     return out
+
+
+def sft_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 40, threads: int = 1, show_progress: bool = True) -> dict:
+    """:func:`azllm.bench.sft.compare_sft` on the run's base, template, training conversations, method and LoRA
+    (``sft.method``, ``sft.packing``), written to ``Paths.sft / "bench.json"``."""
+    from ..bench.sft import compare_sft
+    from ..utils import atomic_write_json
+
+    base, _ = base_folder(cfg)
+    tok, template = sft_tokenizer(cfg, base)
+    data = sft_data(cfg, tok)
+    spec = {k: v for k, v in sft_spec(cfg, max_steps=steps, resume=False).keyed().items()}
+    res = compare_sft(base=base, conversations=data["train"], method=cfg.sft.method,
+                      lora=_lora_kw(cfg) if cfg.sft.method != "full" else {}, spec=spec, template=cfg.sft.template,
+                      rounds=rounds, threads=threads, show_progress=show_progress)
+    path = Paths(cfg).sft / "bench.json"
+    atomic_write_json(path, res)
+    return {**res, "path": str(path)}
 
 
 # ----------------------------------------------------------------------------------------------- command line
