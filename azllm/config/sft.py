@@ -108,8 +108,9 @@ class SftConfig(_Section):
     """Conversations (or packed rows) per device and step."""
     grad_accum: int = 1
     """Gradient accumulation steps."""
-    lr: float = 2e-4
-    """Peak learning rate."""
+    lr: float = 2e-3
+    """Peak learning rate (the default suits the small stand-in base of this machine; a pretrained 1B base wants
+    1e-4 to 3e-4 with LoRA, as the sft_* params files set)."""
     min_lr_ratio: float = 0.1
     """Cosine decays to lr x min_lr_ratio."""
     warmup_steps: int = 10
@@ -142,8 +143,12 @@ class SftConfig(_Section):
     """Tokens generated per held-out instruction (greedy)."""
     samples_shown: int = 3
     """Held-out answers shown side by side with their references."""
-    compare: list[SftVariant] = Field(default_factory=list)
-    """Variants trained for the methods table (each in its own process), from the same base and data."""
+    compare: list[SftVariant] = Field(default_factory=lambda: [
+        SftVariant(method="lora", packing=True), SftVariant(method="full", packing=False),
+        SftVariant(method="full", packing=True), SftVariant(method="qlora", packing=False),
+        SftVariant(method="qlora", packing=True)])
+    """Variants trained for the methods table (each in its own process), from the same base and data; with the main
+    run (``method``, ``packing``) the six of full / LoRA / QLoRA x packing off / on by default."""
     compare_steps: int = 30
     """Steps of each variant."""
     export: bool = True

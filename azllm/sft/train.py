@@ -70,7 +70,7 @@ class SftSpec:
     max_steps: int = 200
     batch_size: int = 4
     grad_accum: int = 1
-    lr: float = 2e-4
+    lr: float = 2e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 10
     weight_decay: float = 0.0
