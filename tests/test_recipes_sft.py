@@ -153,3 +153,28 @@ def test_azllm_sft_runs_as_the_staged_job_under_a_simulated_sagemaker_job(tiny_b
     assert {"model.safetensors", "chat_template.jinja"} <= {f.name for f in (tmp_path / "model").iterdir()}
     cks = sorted((tmp_path / "checkpoints").glob("checkpoint-*"))
     assert [c.name for c in cks] == ["checkpoint-4"] and (cks[0] / "azllm_complete.json").is_file()
+
+
+@pytest.mark.slow  # ~70 s: notebook 07 through the report runner, one variant in a fresh process
+def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
+    """params/tiny.yaml's sft section on a tiny base folder (notebook 05's stand-in is tested in its own notebook
+    test): the page renders the data table, the methods table, the sample answers next to their references and the
+    export, with nothing on stderr; metrics.json holds the numbers."""
+    import yaml
+
+    from conftest import run_notebooks
+
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    p = yaml.safe_load((REPO / "params" / "tiny.yaml").read_text())
+    p["data"]["root"] = str(FIXTURES)
+    p["sft"].update(base=str(tiny_base), holdout_size=5, max_steps=8, eval_steps=4,
+                    compare=[{"method": "lora", "packing": True}], compare_steps=4)
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(p, allow_unicode=True))
+    run_dir, ok = run_notebooks(tmp_path / "p.yaml", reports_dir=tmp_path / "reports", notebooks=["07_sft"])
+    assert ok
+    m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["sft"]
+    assert [r["step"] for r in m["data"]][:4] == ["read", "cleaned", "deduplicated", "held out"]
+    assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] == "on"
+    assert len(m["samples"]) == 3 and all(s["reference"] for s in m["samples"])
+    html = (run_dir / "07_sft.html").read_text()
+    assert "Tasks before and after" in html and "chrF++" in html and "exported:" in html
