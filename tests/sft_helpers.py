@@ -46,8 +46,13 @@ def make_base(folder: Path, tokenizer_dir: Path | None = None, *, seed: int = 0)
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory) -> Path:
-    """A tiny base with azllm's own SentencePiece tokenizer (has a pad token, no chat template)."""
-    return make_base(tmp_path_factory.mktemp("base") / "base")
+    """A tiny base with azllm's own SentencePiece tokenizer (has a pad token, no chat template), built once per test
+    session (every module that uses it gets the same folder; nothing writes into it)."""
+    folder = tmp_path_factory.getbasetemp() / "sft-tiny-base" / "base"
+    if (folder / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return make_base(folder)
 
 
 def fixture_conversations() -> list[dict]:
