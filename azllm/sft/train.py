@@ -290,7 +290,7 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
     done = steps - (ck and int(Path(ck).name.split("-")[-1]) or 0)
     if thr["timed_steps"] and done:
         per_step = tokens / done
-        thr["tokens_per_s"] = per_step * thr["timed_steps"] / (thr["step_time_s"] * thr["timed_steps"])
+        thr["tokens_per_s"] = per_step * thr["timed_steps"] / sum(parts["throughput"].step_times)
         thr["tokens_per_step"] = per_step
     thr["train_tokens"] = tokens
     final_dir = _save_final(trainer, tokenizer, out, {"key": key, "method": (info or {}).get("method")})
