@@ -72,6 +72,10 @@ def base_folder(cfg: Config) -> tuple[str, dict]:
     toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in cfg.adapt.ways}
     results = [adapt.adapt_run(cfg, way, m, base, base_tok, toks[way]) for way in cfg.adapt.ways
                for m in cfg.adapt.methods]
+    stopped = [f"{r['way']}-{r['method']} at step {r['steps']}" for r in results if r.get("interrupted")]
+    if stopped:
+        raise RuntimeError(f"adaptation run(s) {', '.join(stopped)} were interrupted by a signal (a complete "
+                           "checkpoint was written): run again to resume them, then the base is chosen")
     best = best_adapt_run(results)
     folder = Paths(cfg).adapt / f"{best['way']}-{best['method']}-export"
     if not (folder / "config.json").is_file():
