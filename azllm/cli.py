@@ -7,12 +7,14 @@ Commands:
     eval PARAMS --model PATH_OR_ID [--tokenizer DIR] [--out DIR] [--limit N]
                                                                  score one model on evaluate.tasks -> results.json
          [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
+    sft PARAMS                                                   instruction tuning (sft section): run, answers, export
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
     bench methods PARAMS [--rounds N] [--steps N] [--methods ...] [--base DIR]
                                                                  full vs LoRA vs QLoRA, fresh processes, medians
     bench overhead PARAMS [--rounds N] [--steps N] [--threads N] the training path vs a bare loop
+    bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
     bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
     lock-env                                                     write environment.yml from requirements.lock
@@ -58,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
                     help="print lm-eval's own command for these tasks (checked by its parser) and exit")
     ev.add_argument("--gpus", type=int, default=1, help="with --lm-eval-command: data-parallel GPUs")
     ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
+    sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
+    sf.add_argument("params")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -89,6 +93,11 @@ def _bench_parsers(b) -> None:
     ev.add_argument("--task", help="a local multiple-choice task (default: the first of evaluate.tasks)")
     ev.add_argument("--rounds", type=int, default=3)
     ev.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
+    sb = bs.add_parser("sft", help="azllm's SFT path against a bare TRL SFTTrainer, fresh processes, medians")
+    sb.add_argument("params")
+    sb.add_argument("--rounds", type=int, default=3)
+    sb.add_argument("--steps", type=int, default=40)
+    sb.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
@@ -105,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     from .config import ParamsError
     from .evaluation import EvalError
 
-    commands = {"run": _report, "train": _train, "eval": _eval, "launch": _launch, "bench": _bench}
+    commands = {"run": _report, "train": _train, "eval": _eval, "sft": _sft, "launch": _launch, "bench": _bench}
     try:
         return commands[args.cmd](args)
     except ParamsError as e:
@@ -163,6 +172,26 @@ def _launch(args) -> int:
     return 0
 
 
+def _sft(args) -> int:
+    """``sft``: :func:`azllm.recipes.sft.sft_command` (inside SageMaker too); prints the run's results.json path."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    from .recipes import load
+    from .recipes.sft import sft_command
+
+    r = sft_command(load(args.params), show=lambda s: print(s, file=sys.stderr))
+    if r.get("interrupted"):
+        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+              file=sys.stderr)
+        return 0
+    print(Path(r["output_dir"]) / "results.json")
+    return 0
+
+
 def _train(args) -> int:
     """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank. Inside a
     SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
@@ -197,7 +226,7 @@ def _train(args) -> int:
 
 def _bench(args) -> int:
     return {"encoder": _bench_encoder, "methods": _bench_methods, "overhead": _bench_overhead,
-            "gpu": _bench_gpu, "eval": _bench_eval}[args.bench](args)
+            "gpu": _bench_gpu, "eval": _bench_eval, "sft": _bench_sft}[args.bench](args)
 
 
 def _bench_eval(args) -> int:
@@ -211,6 +240,21 @@ def _bench_eval(args) -> int:
               f"{r['items_per_s']:.1f} items/s")
     med = "  ".join(f"batch {bs}: {v:.1f} items/s" for bs, v in res["medians"].items())
     print(f"{res['task']}, median of {res['rounds']} fresh processes: {med}; ratio {res['ratio']:.2f}")
+    return 0
+
+
+def _bench_sft(args) -> int:
+    from .recipes import load
+    from .recipes.sft import sft_benchmark
+
+    res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    for r in res["rows"]:
+        print(f"round {r['round']} ({r['order']}): bare SFTTrainer {r['bare']:8.0f} tokens/s, azllm {r['recipe']:8.0f} "
+              f"tokens/s, ratio {r['ratio']:.3f}")
+    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, azllm {res['recipe']:.0f} tokens/s, "
+          f"ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f}); same losses: "
+          f"{res['same_losses']}")
+    print(f"written: {res['path']}")
     return 0
 
 

@@ -213,3 +213,19 @@ def gain_vs_loss(ranking: list[dict]):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def sft_curves(results: list[dict]):
+    """Training loss (thin) and held-out loss on assistant tokens (markers) against steps, one colour per SFT run."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for i, r in enumerate(results):
+        c = f"C{i}"
+        label = f"{r['method']}{' packed' if r['packing'] else ''}"
+        tr, ev = r["curves"]["train"], r["curves"]["eval"]
+        ax.plot([p["step"] for p in tr], [p["loss"] for p in tr], color=c, alpha=0.5, lw=1, label=f"{label} train")
+        ax.plot([p["step"] for p in ev], [p["loss"] for p in ev], color=c, marker="o", label=f"{label} held out")
+    ax.set(xlabel="step", ylabel="loss (nats per assistant token)", title="Instruction tuning: lower is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -442,3 +442,25 @@ def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
           "params/gpu_eval.yaml) the multiple-choice tasks leave chance, English has more to lose, and the "
           "ranking is read on sib200_az / mmlu_en.")
     return s
+# ------------------------------------------------------------------------------------------------- instruction tuning
+
+def sft_rows(results: list[dict]) -> list[dict]:
+    """One row per SFT run (:func:`azllm.recipes.sft.sft_run` / ``sft_job``): method, packing, steps, real tokens/s,
+    peak memory (CPU RSS or CUDA allocated), held-out loss on assistant tokens (the best checkpoint's), its step,
+    chrF++ of the held-out answers, trainable parameters, loss-carrying share of the training tokens."""
+    rows = []
+    for r in results:
+        t = r["throughput"]
+        rows.append({"method": r["method"], "packing": "on" if r["packing"] else "off", "steps": r["steps"],
+                     "tokens/s": t.get("tokens_per_s"),
+                     "peak MB": t.get("cuda_max_allocated_mb", t.get("peak_rss_mb")),
+                     "held-out loss": r["eval_loss"], "best step": r["best_step"], "chrF++": r.get("chrf++"),
+                     "trainable": r["parameters"]["trainable"], "loss share": r["mask"]["share"],
+                     "wall s": r["seconds"]})
+    return rows
+
+
+def sft_samples(answers: dict, n: int) -> list[dict]:
+    """The first ``n`` held-out answers next to their references, with their chrF++."""
+    return [{"instruction": a["prompt"], "answer": a["answer"], "reference": a["reference"], "chrF++": a["chrf++"]}
+            for a in answers["rows"][:n]]

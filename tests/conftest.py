@@ -23,7 +23,8 @@ TINY_MODEL = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 12
               "num_key_value_heads": 2}
 
 # scripts that tests start in subprocesses (not test modules; --doctest-modules must not import them)
-collect_ignore = ["liger_parity.py", "train_entry.py", "train_helpers.py", "fresh_targets.py", "config_helpers.py", "corpus_helpers.py", "tokens_helpers.py", "eval_helpers.py"]
+collect_ignore = ["liger_parity.py", "train_entry.py", "train_helpers.py", "fresh_targets.py", "config_helpers.py", "corpus_helpers.py", "tokens_helpers.py",
+                  "eval_helpers.py", "sft_helpers.py", "sft_entry.py"]
 
 
 def shared_root() -> Path | None:

@@ -16,7 +16,7 @@ from azllm.cli import main, parser
 from conftest import FIXTURES, REPO, TINY_MODEL
 
 SUBCOMMANDS = [["run"], ["train"], ["eval"], ["launch"], ["bench"], ["bench", "encoder"], ["bench", "methods"],
-               ["bench", "overhead"], ["bench", "gpu"], ["bench", "eval"], ["lock-env"]]
+               ["bench", "overhead"], ["bench", "gpu"], ["bench", "eval"], ["lock-env"], ["sft"], ["bench", "sft"]]
 
 
 @pytest.mark.parametrize("cmd", SUBCOMMANDS, ids=" ".join)

@@ -101,7 +101,7 @@ def test_the_staged_code_folder_runs_azllm_train_on_the_params_file(tmp_path):
     assert (src / "requirements.txt").read_text() == (REPO / "requirements.lock").read_text()
     assert (src / "azllm" / "__main__.py").is_file() and not list(src.rglob("__pycache__"))
     entry = (src / "azllm_train.py").read_text()
-    assert 'main(["train", args.params])' in entry
+    assert "COMMAND = 'train'" in entry and "main([COMMAND, args.params])" in entry
     # the entry's own folder comes first on sys.path: the staged package is the one imported
     p = subprocess.run([sys.executable, "-c", "import azllm; print(azllm.__file__)"], cwd=src, capture_output=True,
                        text=True, check=True)
@@ -239,3 +239,35 @@ def test_the_staged_entry_trains_under_a_simulated_sagemaker_job(tmp_path):
     assert json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 4
     assert (tmp_path / "model" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "checkpoints" / "checkpoint-4" / "azllm_complete.json").is_file()
+
+
+SFT_PARAMS = REPO / "params" / "sft_sagemaker.yaml"
+
+
+def test_the_sft_job_dry_run_prints_the_job_and_its_cost_with_no_network(sdk, no_aws, tmp_path, capsys):
+    """`azllm launch params/sft_sagemaker.yaml --dry-run`: the real SDK builds the job with no connection and no AWS
+    call; the staged entry runs `azllm sft`; QLoRA on the hub base Llama-3.2-1B, the chat data as the data channel,
+    spot, only the last checkpoint kept; the cost is job_cost of sft's steps x batch x max_length, with the
+    checkpoint storage of the QLoRA adapter of the 1B shape; HF_TOKEN forwarded and redacted."""
+    assert main(["launch", str(SFT_PARAMS), "--dry-run"]) == 0
+    assert no_aws == []
+    out = capsys.readouterr().out
+    cfg = load_params(SFT_PARAMS)
+    assert (cfg.launch.command, cfg.sft.base, cfg.sft.method, cfg.sft.optimizer) == (
+        "sft", "meta-llama/Llama-3.2-1B", "qlora", "paged_adamw_8bit")
+    q, lo = cfg.model.quant, cfg.model.lora
+    assert (q.bits, q.quant_type, q.double_quant, q.compute_dtype) == (4, "nf4", True, "bf16")
+    assert (lo.r, lo.alpha, lo.use_rslora, len(lo.target_modules)) == (16, 32, True, 7)
+    est = L.estimate(cfg)
+    assert est["tokens"] == 270 * 4 * 4 * 1024 and est["keep_checkpoints"] == 1 and est["checkpoint_bytes"] > 0
+    cost = mem.job_cost(tokens=est["tokens"], tokens_per_s=2500, instances=1, price_per_hour=1.515,
+                        spot_price_per_hour=0.55, checkpoint_bytes=est["checkpoint_bytes"], keep_checkpoints=1,
+                        storage_price_gb_month=0.023)
+    assert f"spot         ${cost['spot']:,.2f}" in out and "4,423,680 = 270 steps x 16,384 tokens" in out
+    assert "at most this many tokens" in out and FAKE_TOKEN not in out
+    record = json.loads((tmp_path / "artifacts" / "sft-sagemaker" / "launch" / "job.json").read_text())
+    t = record["trainer"]
+    assert t["environment"]["HF_TOKEN"] == L.REDACTED and t["compute"]["enable_managed_spot_training"] is True
+    assert [c["channel_name"] for c in t["input_data_config"]] == ["data"]
+    entry = (Path(record["source_dir"]) / "azllm_train.py").read_text()
+    assert "COMMAND = 'sft'" in entry

@@ -45,6 +45,7 @@ from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, Parall
 from .corpus import CorpusConfig, MinhashSettings, MixConfig, QualityConfig
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
+from .sft import SftConfig, SftSourceConfig, SftVariant
 from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
                        ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
 
@@ -52,7 +53,8 @@ __all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig"
            "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
            "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
            "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype", "CorpusConfig",
-           "QualityConfig", "MinhashSettings", "MixConfig", "EvalConfig", "LocalTaskConfig", "ProbeConfig"]
+           "QualityConfig", "MinhashSettings", "MixConfig", "EvalConfig", "LocalTaskConfig", "ProbeConfig",
+           "SftConfig", "SftSourceConfig", "SftVariant"]
 
 
 class ParamsError(ValueError):
@@ -69,7 +71,7 @@ class Config(_Section):
     seed: int = 1234
     """Seed of tokenizers, models, data order and sampling."""
     notebooks: list[str] = Field(default_factory=lambda: ["00_corpus", "01_tokenizers", "02_tokens", "03_train",
-                                                          "04_benchmark", "05_adapt", "06_evaluate"])
+                                                          "04_benchmark", "05_adapt", "06_evaluate", "07_sft"])
     """Notebooks executed, in order, from notebooks/."""
     data: DataConfig = Field(default_factory=DataConfig)
     """Data sources."""
@@ -95,6 +97,8 @@ class Config(_Section):
     """Downstream evaluation (lm-eval tasks, the probe, before/after verdicts)."""
     launch: LaunchConfig = Field(default_factory=LaunchConfig)
     """The SageMaker training job of ``python -m azllm launch``."""
+    sft: SftConfig = Field(default_factory=SftConfig)
+    """Instruction tuning (notebook 07, ``azllm sft``)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able nested dicts (what reports record)."""

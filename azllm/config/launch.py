@@ -6,6 +6,8 @@ launched); the model, the steps and the batch are ``model`` and ``train``.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .data import _Section
@@ -15,6 +17,9 @@ class LaunchConfig(_Section):
     """An Amazon SageMaker training job of this params file: ``python -m azllm train`` under torchrun on
     ``benchmark.job.instances`` x ``benchmark.job.instance``, managed spot, checkpoints synced to S3."""
 
+    command: Literal["train", "sft"] = "train"
+    """What the job runs on the params file: ``azllm train`` (continued pretraining, ``train``) or ``azllm sft``
+    (instruction tuning, ``sft``; its steps, batch and ``max_length`` are what the cost counts)."""
     region: str = "us-east-1"
     """AWS region of the job (the image must be in the same region)."""
     image: str = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-gpu-py313"

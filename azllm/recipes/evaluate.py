@@ -33,7 +33,7 @@ from .paths import Paths
 from .tasks import hub_tasks, local_configs, probe_rows
 
 __all__ = ["settings_key", "score_model", "probe_scores", "evaluate_model", "study", "before_after", "ranking",
-           "contamination", "conventions", "results_record", "scoring_benchmark"]
+           "contamination", "conventions", "results_record", "scoring_benchmark", "score_pair", "pair_rows"]
 
 
 def settings_key(cfg: Config, model_id: str = "") -> str:
@@ -140,6 +140,37 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
         after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name, cache_dir=Paths(cfg).adapt / f"{name}-eval",
                                                      model_id=r["key"])
     return before, after
+
+
+def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
+    """Two model folders (a base and what was trained from it, e.g. notebook 07's SFT export) scored on
+    ``evaluate.tasks``, each cached in ``artifacts/<run>/eval/`` by its weights."""
+    from ..evaluation.load import load_model
+
+    out = []
+    for spec in (before, after):
+        model, tok, _ = load_model(spec)
+        out.append(score_model(cfg, model, tok, name=Path(str(spec)).name,
+                               cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
+                               model_id=_weights_id(spec)))
+    return out[0], out[1]
+
+
+def pair_rows(cfg: Config, before: dict, after: dict) -> list[dict]:
+    """One row per task of two scores: before -> after with standard errors, the difference and its verdict."""
+    from ..evaluation.compare import difference
+
+    ev, rows = cfg.evaluate, []
+    for task, b in before["tasks"].items():
+        a = after["tasks"].get(task)
+        if a is None:
+            continue
+        d = difference(b, a, z=ev.z)
+        rows.append({"task": task, "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
+                     "metric": a["headline"], "before": b["value"], "before_se": b["stderr"], "after": a["value"],
+                     "after_se": a["stderr"], "delta": d["delta"], "delta_se": d["se"], "verdict": d["verdict"],
+                     "chance": a.get("chance"), "n": a.get("n")})
+    return rows
 
 
 def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> list[dict]:

@@ -7,7 +7,8 @@ start, with no AWS call at all). What the trainer holds:
 
 - ``SourceCode(source_dir, entry_script, requirements)``: a folder staged next to job.json with the ``azllm``
   package, the params file as ``params.yaml``, requirements.lock as ``requirements.txt`` (installed when the job
-  starts) and a small entry script that runs ``python -m azllm train params.yaml`` (:mod:`azllm.sagemaker` then
+  starts) and a small entry script that runs ``python -m azllm train params.yaml`` (``azllm sft`` with
+  ``launch.command: sft``: instruction tuning, :func:`azllm.recipes.sft.sft_command`) (:mod:`azllm.sagemaker` then
   maps the job's folders, :func:`azllm.recipes.train.job_config`);
 - ``Torchrun(process_count_per_node=benchmark.job.gpus_per_instance)``: one process per GPU on every node (the SDK's
   driver passes the hyperparameters ``params``, ``run_name``, ``params_hash`` as ``--key value``);
@@ -66,7 +67,7 @@ __all__ = ["launch", "stage_source", "build_trainer", "describe", "estimate", "c
 ENTRY_SCRIPT = "azllm_train.py"
 PARAMS_NAME = "params.yaml"
 REDACTED = "<redacted: from the launcher's environment>"
-_ENTRY = '''"""SageMaker entry written by azllm.recipes.launch: ``python -m azllm train params.yaml`` in every process that the
+_ENTRY = '''"""SageMaker entry written by azllm.recipes.launch: ``python -m azllm COMMAND params.yaml`` in every process that the
 SDK's torchrun driver starts. The driver passes the job's hyperparameters as ``--key value``: ``--params`` names the
 params file beside this script; ``--run_name`` and ``--params_hash`` are only recorded."""
 import argparse
@@ -74,11 +75,13 @@ import sys
 
 from azllm.cli import main
 
+COMMAND = "train"
+
 if __name__ == "__main__":   # the corpus stage's worker processes import this module: run nothing then
     ap = argparse.ArgumentParser()
     ap.add_argument("--params", default="params.yaml")
     args, _recorded = ap.parse_known_args()
-    sys.exit(main(["train", args.params]))
+    sys.exit(main([COMMAND, args.params]))
 '''
 
 
@@ -100,9 +103,9 @@ def _sdk():
 
 
 def stage_source(params_file: str | os.PathLike, dest: str | os.PathLike, *,
-                 lock: str | os.PathLike = REPO_ROOT / "requirements.lock") -> Path:
+                 lock: str | os.PathLike = REPO_ROOT / "requirements.lock", command: str = "train") -> Path:
     """The job's code folder ``dest`` (replaced): the azllm package, the params file as ``params.yaml``, the lock as
-    ``requirements.txt`` and the entry script."""
+    ``requirements.txt`` and the entry script (running ``azllm <command> params.yaml``: ``launch.command``)."""
     dest = Path(dest)
     if dest.exists():
         shutil.rmtree(dest)
@@ -110,7 +113,7 @@ def stage_source(params_file: str | os.PathLike, dest: str | os.PathLike, *,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy(params_file, dest / PARAMS_NAME)
     shutil.copy(lock, dest / "requirements.txt")
-    (dest / ENTRY_SCRIPT).write_text(_ENTRY)
+    (dest / ENTRY_SCRIPT).write_text(_ENTRY.replace('COMMAND = "train"', f"COMMAND = {command!r}"))
     return dest
 
 
@@ -234,23 +237,46 @@ def checkpoint_bytes(cfg: Config) -> float | None:
     return float((4 * p["trainable"] if train.method != "full" else p["weights"]) + p["optimizer"])
 
 
+def _sft_checkpoint_bytes(cfg: Config) -> float | None:
+    """One SFT checkpoint by the memory model: the base shape ``sft.plan_preset`` (a hub base's shape is not in the
+    params) at ``sft.plan_vocab_size``, the trainable weights (adapters for LoRA/QLoRA) and their AdamW states."""
+    from ..model import model_config
+
+    s = cfg.sft
+    if not s.plan_preset:
+        return None
+    shape = model_config(s.plan_preset, s.plan_vocab_size)
+    name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if cfg.model.quant.bits == 4 else "qlora8"}[s.method]
+    variant = mem.parse_variant(name, dtype=cfg.model.dtype, optimizer=s.optimizer, lora_r=cfg.model.lora.r)
+    p = mem.predict_memory(shape, variant, batch=1, seq=1)
+    return float((4 * p["trainable"] if s.method != "full" else p["weights"]) + p["optimizer"])
+
+
 def estimate(cfg: Config) -> dict:
     """The whole job priced by :func:`azllm.memory.job_cost` (no cost keys when ``benchmark.job.tokens_per_s`` is
-    unset): tokens of ``train`` on every process, tokens/s per GPU x processes, ``benchmark.job`` prices."""
-    job, train = cfg.benchmark.job, cfg.train
+    unset): tokens of ``train`` (``sft`` for ``launch.command: sft``: its steps x batch x ``max_length``, an upper
+    bound, since conversations are shorter unless packed) on every process, tokens/s per GPU x processes,
+    ``benchmark.job`` prices."""
+    job = cfg.benchmark.job
     world = job.gpus_per_instance * job.instances
-    per_step = train.batch_size * train.grad_accum * train.block_size * world
-    ckpt = checkpoint_bytes(cfg)
-    est = {"tokens": train.max_steps * per_step, "tokens_per_step": per_step, "steps": train.max_steps,
+    if cfg.launch.command == "sft":
+        s = cfg.sft
+        steps, per_step = s.max_steps, s.batch_size * s.grad_accum * s.max_length * world
+        ckpt, keep = _sft_checkpoint_bytes(cfg), s.save_total_limit
+    else:
+        train = cfg.train
+        steps, per_step = train.max_steps, train.batch_size * train.grad_accum * train.block_size * world
+        ckpt, keep = checkpoint_bytes(cfg), train.save_total_limit
+    est = {"tokens": steps * per_step, "tokens_per_step": per_step, "steps": steps, "command": cfg.launch.command,
            "processes": world,
            "instance": job.instance, "instances": job.instances, "tokens_per_s_per_gpu": job.tokens_per_s,
            "price_per_hour": job.price_per_hour, "spot_price_per_hour": job.spot_price_per_hour,
-           "checkpoint_bytes": ckpt, "keep_checkpoints": train.save_total_limit, "planned_tokens": job.tokens,
+           "checkpoint_bytes": ckpt, "keep_checkpoints": keep, "planned_tokens": job.tokens,
            "storage_price_gb_month": job.storage_price_gb_month}
     if job.tokens_per_s:
         est.update(mem.job_cost(tokens=est["tokens"], tokens_per_s=job.tokens_per_s * world, instances=job.instances,
                                 price_per_hour=job.price_per_hour, spot_price_per_hour=job.spot_price_per_hour,
-                                checkpoint_bytes=ckpt or 0, keep_checkpoints=train.save_total_limit,
+                                checkpoint_bytes=ckpt or 0, keep_checkpoints=keep,
                                 storage_price_gb_month=job.storage_price_gb_month))
     return est
 
@@ -261,7 +287,9 @@ def cost_lines(est: dict, *, spot: bool, max_run_hours: float) -> str:
     out = ["cost of the job (azllm.memory.job_cost; example prices from benchmark.job, nothing fetched):",
            f"  tokens       {e['tokens']:,} = {e['steps']} steps x {e['tokens_per_step']:,} tokens "
            f"({e['processes']} processes on {e['instances']} x {e['instance']})"]
-    if abs(e["tokens"] - e["planned_tokens"]) > 0.01 * e["planned_tokens"]:
+    if e.get("command") == "sft":
+        out.append("  note         azllm sft: at most this many tokens (steps x batch x sft.max_length)")
+    elif abs(e["tokens"] - e["planned_tokens"]) > 0.01 * e["planned_tokens"]:
         out.append(f"  note         benchmark.job.tokens plans {e['planned_tokens']:.3g}; the job trains on train's")
     if "hours" not in e:
         return "\n".join(out + ["  no estimate: set benchmark.job.tokens_per_s (tokens/s of one GPU, e.g. from "
@@ -299,7 +327,7 @@ def launch(params_file: str | os.PathLike, *, dry_run: bool = False, out_dir: st
     _check(cfg, dry_run=dry_run)
     _sdk()  # before anything is written
     out = Path(out_dir) if out_dir else Paths(cfg).launch
-    src = stage_source(params_file, out / "source")
+    src = stage_source(params_file, out / "source", command=cfg.launch.command)
     trainer, secrets = build_trainer(cfg, src, environ=environ, offline=dry_run)
     record = {"params_file": str(params_file), "dry_run": dry_run, "source_dir": str(src),
               "trainer": describe(trainer, secrets), "cost": estimate(cfg),

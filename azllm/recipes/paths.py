@@ -104,6 +104,11 @@ class Paths:
         return self.artifacts / "adapt"
 
     @property
+    def sft(self) -> Path:
+        """Instruction tuning's work folder (runs, exports, the base of notebook 07)."""
+        return self.artifacts / "sft"
+
+    @property
     def launch(self) -> Path:
         return self.artifacts / "launch"
 

@@ -1,0 +1,154 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (azllm)
+#     language: python
+#     name: azllm
+# ---
+
+# %% tags=["parameters"]
+params_file = "params/tiny.yaml"
+out_dir = "reports/tiny"
+
+# %% [markdown]
+# # Instruction tuning: an adapted base turned into an Azerbaijani assistant
+#
+# The last stage of the guides our users follow: a chat dataset, the model's chat template, LoRA or QLoRA adapters
+# trained with TRL's `SFTTrainer` on the assistant turns only, checked on a held-out split and exported as one
+# folder (`azllm.recipes.sft`, every number under `sft` in `metrics.json`).
+#
+# On this machine the base is the adapted stand-in of notebook 05 (`sft.base: null`): the way and method of the
+# adaptation study with the lowest Azerbaijani bits per byte (the evaluation tasks do not choose it yet).
+# `params/sft_smollm2.yaml` runs the same page on SmolLM2-135M-Instruct (an English assistant with a real ChatML
+# template), `params/gpu_sft.yaml` on Llama-3.2-1B on one GPU, and `params/sft_sagemaker.yaml` as a SageMaker job.
+
+# %%
+import pandas as pd
+from IPython.display import display
+
+from azllm import plots, recipes, report, tables
+from azllm.recipes import evaluate, sft
+
+cfg = recipes.setup(params_file)
+S = cfg.sft
+
+# %% [markdown]
+# ## The base and its chat template
+#
+# A base with its own template keeps it (generation markers added where TRL or azllm knows how); a base without one
+# gets azllm's template (`<|role|>content<|end|>` per turn), whose four role tokens are new special tokens with new
+# embedding rows, trained like the rows of a vocabulary change.
+
+# %%
+base, note = sft.base_folder(cfg)
+tok, template = sft.sft_tokenizer(cfg, base)
+report.record(out_dir, "sft", {"base": note, "template": {k: v for k, v in template.items()}})
+print(f"base: {base} ({note['how']}{', ' + note['way'] + ' / ' + note['method'] if 'way' in note else ''})")
+if "runs" in note:
+    print("Azerbaijani bits per byte of notebook 05's runs:", {k: round(v, 4) for k, v in note["runs"].items()})
+print(f"template: {template['template']}; end of turn {template['end_of_turn']!r}; new tokens: "
+      f"{len(template['added_tokens'])}")
+print(tok.apply_chat_template([{"role": "user", "content": "Salam!"}, {"role": "assistant", "content": "Salam, "
+                                                                                                       "buyurun."}],
+                              tokenize=False))
+
+# %% [markdown]
+# ## Data
+#
+# Every source read as conversations (messages, prompt/completion or Alpaca-style records), normalized, empty turns
+# and placeholder inputs (`sft.placeholders`, e.g. the translation artefact `"Yox"`) removed, exact and
+# near-duplicate prompts dropped, a fixed held-out split drawn, training conversations overlapping it or the
+# evaluation texts dropped, and the token-length policy applied. Every count is on the page.
+
+# %%
+data = sft.sft_data(cfg, tok)
+rows = sft.data_rows(data["counts"])
+report.record(out_dir, "sft", {"data": rows, "counts": data["counts"], "notes": data["notes"]})
+for n in data["notes"]:
+    print(n)
+c = data["counts"]
+print(f"held out: {c['held_out']} conversations of {S.holdout_source} ({c['held_out_origin']} text)")
+with pd.option_context("display.max_colwidth", None):
+    display(pd.DataFrame(rows).set_index("step"))
+
+# %% [markdown]
+# ## The main run
+#
+# `sft.method` with assistant-only loss, evaluated on the held-out split before the first step and every
+# `sft.eval_steps`; the checkpoint with the lowest held-out loss is the model kept. The loss share is the share of
+# training tokens that carry loss (the assistant turns and their end-of-turn token).
+
+# %%
+main = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
+ans = sft.answers(cfg, main, base=base, tokenizer=tok, template=template, data=data)
+main_row = tables.sft_rows([{**main, "chrf++": ans["chrf++"]}])[0]
+report.record(out_dir, "sft", {"main": main_row, "mask": main["mask"], "chrf++": ans["chrf++"],
+                               "stopped_share": ans["stopped_share"]})
+pd.DataFrame([main_row]).T.rename(columns={0: "main run"})
+
+# %% [markdown]
+# ## Full, LoRA and QLoRA, packing on and off
+#
+# Each variant from the same base and data for `sft.compare_steps` steps, in its own process (its peak memory is its
+# own: peak RSS on CPU). Tokens/s counts real tokens, padding left out. Packing is `bfd`: padding-free rows whose
+# position ids restart per conversation, so on SDPA a packed conversation does not see the others (tested).
+
+# %%
+variants = sft.compare_variants(cfg, base)
+var_rows = tables.sft_rows(variants)
+report.record(out_dir, "sft", {"variants": var_rows})
+pd.DataFrame(var_rows).set_index(["method", "packing"]) if var_rows else print("sft.compare is empty")
+
+# %%
+fig = plots.sft_curves([main, *variants])
+
+# %% [markdown]
+# ## Sample answers
+#
+# Greedy answers to held-out instructions, made with the chat template, next to the references; chrF++ (sacrebleu,
+# character 6-grams and word bigrams) of all held-out answers.
+
+# %%
+samples = tables.sft_samples(ans, S.samples_shown)
+report.record(out_dir, "sft", {"samples": samples})
+print(f"chrF++ on {len(ans['rows'])} held-out answers: {ans['chrf++']:.1f}; answers that stopped at the end of "
+      f"turn: {ans['stopped_share']:.0%}")
+with pd.option_context("display.max_colwidth", None):
+    display(pd.DataFrame(samples))
+
+# %% [markdown]
+# ## The export
+#
+# The main run merged into one standalone folder: safetensors weights, the tokenizer and its chat template
+# (`chat_template.jinja`), a generation config that stops at the end of turn. Plain `transformers` loads it, and
+# `apply_chat_template` on it gives the training format (tested, with the same generated tokens as in memory).
+
+# %%
+if S.export:
+    folder = sft.export_sft(cfg, main, base=base, tokenizer=tok, template=template)
+    report.record_artifact(out_dir, "sft_export", folder)
+    print("exported:", folder, sorted(p.name for p in folder.iterdir()))
+
+# %% [markdown]
+# ## Tasks before and after
+#
+# The forgetting check the guides ask for: the evaluation recipe's Azerbaijani and English tasks (notebook 06's,
+# `evaluate.tasks` and the probe) on the SFT base and on the exported SFT model, each with its standard error;
+# a change is a gain (▲) or loss (▼) only beyond 1.96 paired standard errors. The tasks are scored with plain
+# prompts (no chat template), as for the base.
+
+# %%
+if S.export:
+    before, after = evaluate.score_pair(cfg, base, folder)
+    pair = evaluate.pair_rows(cfg, before, after)
+    report.record(out_dir, "sft", {"tasks_before_after": pair})
+    display(pd.DataFrame(pair).set_index("task").style.format(na_rep="—", precision=3))
+else:
+    print("sft.export is off: the SFT model is not scored on the tasks")

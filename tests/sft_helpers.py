@@ -1,0 +1,85 @@
+"""Shared pieces of the SFT tests: tiny base folders (a tokenizer trained on the fixture corpus, or GPT-2's with no
+pad token; the tiny Llama of conftest), conversations from the fixture instruction data, a tiny SftSpec.
+
+Import the fixtures into a test module (``from sft_helpers import tiny_base, conversations``).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+
+SFT_DIR = FIXTURES / "data" / "az" / "sft"
+
+
+def make_base(folder: Path, tokenizer_dir: Path | None = None, *, seed: int = 0) -> Path:
+    """A tiny base folder: a random Llama (conftest's TINY_MODEL) saved with safetensors next to a tokenizer, no
+    chat template. ``tokenizer_dir``: an HF tokenizer folder (default: a 512-piece unigram trained on the fixture
+    corpus: has ``<pad>``)."""
+    from transformers import AutoTokenizer
+
+    from azllm.data import iter_documents, resolve_source
+    from azllm.model import build_model, model_config
+    from azllm.tokenizer import train_tokenizer
+
+    folder = Path(folder)
+    if tokenizer_dir is None:
+        docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000},
+                                                  FIXTURES)))
+        tokenizer_dir = train_tokenizer(docs, folder.parent / f"{folder.name}-sp", vocab_size=512,
+                                        model_type="unigram", seed=seed, num_threads=1)
+    if (Path(tokenizer_dir) / "tokenizer_config.json").is_file():
+        tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    else:  # bare GPT-2 files (vocab.json + merges.txt)
+        from transformers import GPT2TokenizerFast
+
+        tok = GPT2TokenizerFast.from_pretrained(str(tokenizer_dir))
+    model = build_model(model_config("tiny", len(tok), **copy.deepcopy(TINY_MODEL)), seed=seed)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    tok.save_pretrained(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> Path:
+    """A tiny base with azllm's own SentencePiece tokenizer (has a pad token, no chat template), built once per test
+    session (every module that uses it gets the same folder; nothing writes into it)."""
+    folder = tmp_path_factory.getbasetemp() / "sft-tiny-base" / "base"
+    if (folder / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return make_base(folder)
+
+
+def fixture_conversations() -> list[dict]:
+    """The fixture instruction data as cleaned conversations (native pairs + translated Alpaca rows)."""
+    from azllm.data import resolve_source
+    from azllm.sft.clean import clean_conversations
+    from azllm.sft.data import read_conversations
+
+    convs = []
+    for name in ("native_train", "alpaca_az_mt"):
+        c, _ = read_conversations(resolve_source({"path": str(SFT_DIR / f"{name}.jsonl")}, None), source=name,
+                                  placeholders=["Yox"])
+        convs += c
+    return clean_conversations(convs)[0]
+
+
+@pytest.fixture(scope="module")
+def conversations() -> list[dict]:
+    """:func:`fixture_conversations`."""
+    return fixture_conversations()
+
+
+TINY_SPEC = dict(max_steps=8, batch_size=2, lr=3e-3, warmup_steps=1, eval_steps=4, logging_steps=1,
+                 untimed_steps=1, max_length=128, eval_batch_size=4, save_total_limit=3, seed=1234)
+
+
+def tiny_spec(**kw):
+    from azllm.sft.train import SftSpec
+
+    return SftSpec(**{**TINY_SPEC, **kw})

@@ -1,0 +1,183 @@
+"""The SFT recipe: the data table on the fixture instruction data, other data pointed at by params alone (no code
+change), the merged export that plain transformers loads and that generates what the in-memory model generates,
+the base chosen from notebook 05's runs, an unreachable base, and `azllm sft` inside a simulated SageMaker job."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from azllm.config import load_params
+from azllm.recipes import sft
+from conftest import FIXTURES
+from sft_helpers import tiny_base  # noqa: F401  (fixture)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def params(base, art: Path, **s):
+    """A tiny SFT config on the fixture data root, artifacts under ``art``."""
+    os.environ["AZLLM_ARTIFACTS"] = str(art)
+    sect = {"base": str(base), "holdout_size": 5, "max_length": 256, "max_steps": 4, "eval_steps": 2, "batch_size": 2,
+            "logging_steps": 1, "untimed_steps": 1, "lr": 3e-3, "warmup_steps": 1, "max_new_tokens": 8, **s}
+    return load_params(None, overrides={"run_name": "sft-t", "data": {"root": str(FIXTURES)},
+                                        "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}}, "sft": sect})
+
+
+def _jsonl(path, records):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+
+
+def test_the_data_table_counts_every_step(tiny_base, tmp_path):
+    cfg = params(tiny_base, tmp_path)
+    tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
+    d = sft.sft_data(cfg, tok)
+    c = d["counts"]
+    assert c["read"] == 70 and c["sources"]["native"]["origin"] == "native" and c["held_out_drawn"] == 5
+    assert c["placeholder_inputs"] == sum('"input": "Yox"' in line for line in (
+        FIXTURES / "data/az/sft/alpaca_az_mt.jsonl").read_text().splitlines()) > 0
+    assert c["held_out"] == len(d["held_out"]) == 5 - c["length_held_out"]["dropped_long"]
+    assert all(x["source"] == "native" for x in d["held_out"]) and {"flores", "xwmt", "tumlu"} <= set(
+        c["decontaminated"])
+    rows = {r["step"]: r["conversations"] for r in sft.data_rows(c)}
+    assert rows["read"] >= rows["cleaned"] >= rows["deduplicated"] and rows["train"] == len(d["train"])
+    assert rows["deduplicated"] - rows["held out"] - sum(
+        v for k, v in c["decontaminated"].items() if k != "examples") - c["length"]["dropped_long"] == rows["train"]
+    assert c["length"]["too_long"] > 0  # max_length 256 with a 512-piece tokenizer: some conversations are longer
+    assert not {x["id"] for x in d["train"]} & {x["id"] for x in d["held_out"]}
+    assert d["key"] == sft.sft_data(cfg, tok)["key"]  # the same data, the same key
+
+
+@pytest.mark.parametrize("fmt", ["instruction_response", "messages"])
+def test_another_jsonl_works_with_no_code_change(fmt, tiny_base, tmp_path):
+    """Only the params change: a jsonl of {instruction, response} pairs, or of messages lists, trains end to end."""
+    if fmt == "messages":
+        recs = [{"messages": [{"role": "system", "content": "Qısa cavab ver."},
+                              {"role": "user", "content": f"{i} üstəgəl {i} neçədir?"},
+                              {"role": "assistant", "content": f"{2 * i}."}]} for i in range(24)]
+    else:
+        recs = [{"instruction": f"{i} rəqəmini sözlə yaz, nömrə {i}.", "response": f"Bu, {i} rəqəmidir."}
+                for i in range(24)]
+    _jsonl(tmp_path / "mine.jsonl", recs)
+    cfg = params(tiny_base, tmp_path / "art", holdout_source="mine",
+                 sources={"mine": {"path": str(tmp_path / "mine.jsonl"), "origin": "native"}})
+    r = sft.sft_job({"params": cfg.to_dict(), "base": str(tiny_base), "method": "lora", "max_steps": 4})
+    assert r["steps"] == 4 and r["eval_loss"] > 0 and r["chrf++"] is not None
+    assert json.loads((Path(r["output_dir"]) / "answers.json").read_text())["rows"][0]["id"].startswith("mine")
+
+
+def test_the_export_loads_with_plain_transformers_and_generates_the_same_tokens(tiny_base, tmp_path):
+    """LoRA with new role-token rows, merged: AutoModelForCausalLM / AutoTokenizer load the folder offline, its
+    chat template renders the training format, and greedy generation on a templated prompt (the export's own
+    generation config: stop at <|end|>) equals the in-memory adapter model's tokens."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cfg = params(tiny_base, tmp_path, max_steps=6, lr=1e-2)
+    tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
+    data = sft.sft_data(cfg, tok)
+    r = sft.sft_run(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data, progress=False)
+    folder = sft.export_sft(cfg, r, base=str(tiny_base), tokenizer=tok, template=template)
+    assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja",
+            "generation_config.json"} <= {p.name for p in folder.iterdir()}
+    assert not (folder / "adapter_config.json").exists()
+    plain_tok = AutoTokenizer.from_pretrained(str(folder))
+    plain = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    conv = data["held_out"][0]["messages"]
+    assert plain_tok.apply_chat_template(conv, tokenize=False) == tok.apply_chat_template(conv, tokenize=False)
+    prompt = plain_tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_tensors="pt",
+                                           return_dict=True)
+    assert prompt["input_ids"][0].tolist() == tok.apply_chat_template(conv[:-1], add_generation_prompt=True,
+                                                                      return_dict=True)["input_ids"]
+    assert plain.generation_config.eos_token_id[0] == template["end_of_turn_id"]
+    with torch.no_grad():
+        got = plain.generate(**prompt, max_new_tokens=16, do_sample=False)
+        mem = r["model"].eval()
+        want = mem.generate(**prompt, max_new_tokens=16, do_sample=False,
+                            eos_token_id=plain.generation_config.eos_token_id,
+                            pad_token_id=plain.generation_config.pad_token_id)
+        diff = (plain(**prompt).logits - mem(**prompt).logits).abs().max()
+    assert got.tolist() == want.tolist() and float(diff) < 1e-4
+
+
+def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
+    runs = [{"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}
+            for w, m, b in [("keep", "full", 2.1), ("extend", "lora", 1.7), ("swap", "full", 1.9)]]
+    assert sft.best_adapt_run(runs)["way"] == "extend"
+    with pytest.raises(ValueError, match="no adaptation run"):
+        sft.best_adapt_run([])
+
+
+def test_an_unreachable_base_says_what_to_do(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    from azllm.sft.train import prepare_model
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    cfg = params("nobody-here/no-such-model", tmp_path)
+    with pytest.raises(ValueError, match=r"tokenizer of base 'nobody-here/no-such-model'.*offline, set sft.base "
+                                         r"to a local folder"):
+        sft.sft_tokenizer(cfg, cfg.sft.base)
+    with pytest.raises(ValueError, match=r"could not load base model 'nobody-here/no-such-model'"):
+        prepare_model(cfg.sft.base, method="lora")
+
+
+@pytest.mark.slow  # ~40 s: the staged entry in a fresh process
+def test_azllm_sft_runs_as_the_staged_job_under_a_simulated_sagemaker_job(tiny_base, tmp_path):
+    """What `azllm launch params/sft_sagemaker.yaml` starts: the staged entry runs `azllm sft params.yaml` with the
+    chat data as the data channel; checkpoints in the synced folder, the merged export in SM_MODEL_DIR, results and
+    answers in SM_OUTPUT_DATA_DIR."""
+    import yaml
+
+    from azllm.recipes import launch as L
+
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump({"run_name": "sm-sft", "launch": {"command": "sft"},
+                                 "model": {"lora": {"r": 4, "alpha": 8}},
+                                 "sft": {"base": str(tiny_base), "holdout_size": 4, "max_length": 256, "max_steps": 4,
+                                         "eval_steps": 2, "batch_size": 2, "max_new_tokens": 4,
+                                         "keep_best": False, "save_total_limit": 1}}))
+    src = L.stage_source(p, tmp_path / "code", command="sft")
+    env = {**os.environ, "SM_MODEL_DIR": str(tmp_path / "model"), "SM_OUTPUT_DATA_DIR": str(tmp_path / "output"),
+           "SM_CHANNEL_DATA": str(FIXTURES), "AZLLM_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+           "AZLLM_ARTIFACTS": str(tmp_path / "art"), "PYTHONPATH": str(src)}
+    env.pop("AZLLM_DATA_ROOT", None)
+    proc = subprocess.run([sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm"], cwd=src,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 4
+    assert (tmp_path / "output" / "answers.json").is_file()
+    assert {"model.safetensors", "chat_template.jinja"} <= {f.name for f in (tmp_path / "model").iterdir()}
+    cks = sorted((tmp_path / "checkpoints").glob("checkpoint-*"))
+    assert [c.name for c in cks] == ["checkpoint-4"] and (cks[0] / "azllm_complete.json").is_file()
+
+
+@pytest.mark.slow  # ~70 s: notebook 07 through the report runner, one variant in a fresh process
+def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
+    """params/tiny.yaml's sft section on a tiny base folder (notebook 05's stand-in is tested in its own notebook
+    test): the page renders the data table, the methods table, the sample answers next to their references and the
+    export, with nothing on stderr; metrics.json holds the numbers."""
+    import yaml
+
+    from conftest import run_notebooks
+
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
+    p = yaml.safe_load((REPO / "params" / "tiny.yaml").read_text())
+    p["data"]["root"] = str(FIXTURES)
+    p["sft"].update(base=str(tiny_base), holdout_size=5, max_steps=8, eval_steps=4,
+                    compare=[{"method": "lora", "packing": True}], compare_steps=4)
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(p, allow_unicode=True))
+    run_dir, ok = run_notebooks(tmp_path / "p.yaml", reports_dir=tmp_path / "reports", notebooks=["07_sft"])
+    assert ok
+    m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["sft"]
+    assert [r["step"] for r in m["data"]][:4] == ["read", "cleaned", "deduplicated", "held out"]
+    assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] == "on"
+    assert len(m["samples"]) == 3 and all(s["reference"] for s in m["samples"])
+    pair = {r["task"]: r for r in m["tasks_before_after"]}  # the forgetting check: notebook 06's tasks
+    assert {"sib200_az", "sib200_en", "mmlu_en", "sib200_az_probe"} <= set(pair)
+    assert all(r["verdict"] in ("gain", "loss", "within noise") and r["delta_se"] is not None for r in pair.values())
+    html = (run_dir / "07_sft.html").read_text()
+    assert "Tasks before and after" in html and "chrF++" in html and "exported:" in html
