@@ -153,7 +153,10 @@ def local_task(name: str, *, path: str | None = None, fewshot_path: str | None =
     _check_paths(name, kw)
     if name != "mmlu_en":
         return [cfg]
-    subjects = list(subset) if subset else mmlu_subjects(kw["path"])
+    found = mmlu_subjects(_at(kw.get("data_root"), kw["path"]))
+    subjects = list(subset) if subset else found
+    if unknown := sorted(set(subjects) - set(found)):
+        raise EvalDataError(f"{kw['path']}: MMLU subject(s) {unknown} not found; subjects here: {found}")
     out = []
     for s in subjects:
         c = {**cfg, "task": f"mmlu_en_{s}", "dataset_kwargs": {**kw, "subject": s},

@@ -3,7 +3,8 @@ the run's data paths, :func:`local_configs`) and lm-eval registry names (:func:`
 corpus stage keeps out of training (:func:`decontamination_sets`).
 
 A local task whose data is not found under the data root is left out with a warning when the run has no local data
-(a fresh clone on the shipped sample, or hub sources); with a data root, a missing file is an error.
+(a fresh clone on the shipped sample, or hub sources); with a data root, a missing file is an error when scoring
+and a warning for the corpus stage's decontamination (the stage runs; the warning names the task and the file).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ def _path(paths: Paths, p: str | None) -> str | None:
     return str(q) if q is not None else p
 
 
-def local_configs(cfg: Config, names: list[str] | None = None) -> list[dict]:
+def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool = True) -> list[dict]:
     """The lm-eval configs of the local tasks among ``names`` (default ``evaluate.tasks``), data resolved; MMLU is one
-    config per subject."""
+    config per subject. A task whose data is missing is an error when the run has a data root and ``strict``,
+    else it is left out with a warning."""
     from ..evaluation.datasets import EvalDataError
     from ..evaluation.tasks import LOCAL_TASKS, local_task
 
@@ -44,7 +46,7 @@ def local_configs(cfg: Config, names: list[str] | None = None) -> list[dict]:
             out += local_task(name, path=_path(paths, t.path), fewshot_path=_path(paths, t.fewshot_path),
                               num_fewshot=t.num_fewshot, subset=t.subset, first=t.first, max_gen_toks=t.max_gen_toks)
         except EvalDataError as e:
-            if paths.data_root is not None:
+            if paths.data_root is not None and strict:
                 raise
             warnings.warn(f"task {name} left out: no local data ({e})", stacklevel=2)
     return out
@@ -69,7 +71,7 @@ def decontamination_sets(cfg: Config) -> dict[str, list[str]]:
     if not cfg.evaluate.decontaminate:
         return {}
     sets: dict[str, list[str]] = {}
-    for c in local_configs(cfg):
+    for c in local_configs(cfg, strict=False):  # a task whose data is not here is warned about, not fatal
         family = c["task"].split("_en_")[0] if c["task"].startswith("mmlu_en_") else c["task"]
         texts = task_texts(task_rows(c, "test")) + task_texts(task_rows(c, "fewshot"))
         sets.setdefault(f"task:{family}", []).extend(texts)
