@@ -36,3 +36,17 @@ def test_notebook_05_on_tiny_params(adapt_report):
     export = Path(m["artifacts"]["adapt_export"])
     model = AutoModelForCausalLM.from_pretrained(str(export), local_files_only=True)
     assert model.config.vocab_size == len(AutoTokenizer.from_pretrained(str(export), local_files_only=True))
+
+
+@pytest.mark.slow  # shares notebook 05's run (eval_helpers.adapt_report)
+def test_the_export_of_a_full_run_holds_its_trained_weights(adapt_report):
+    """notebook 06 scores each run through its export: a full run's export is its trained model, not the base."""
+    import torch
+    from safetensors.torch import load_file
+
+    _, _, art = adapt_report
+    for way in ("keep", "swap"):
+        exported = load_file(str(art / "adapt" / f"{way}-full-export" / "model.safetensors"))
+        trained = load_file(str(art / "adapt" / f"{way}-full" / "final" / "model.safetensors"))
+        assert set(trained) <= set(exported)
+        assert all(torch.equal(exported[k], trained[k]) for k in trained)

@@ -162,27 +162,36 @@ def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], englis
 
 
 def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
-    """A finished adaptation run as one standalone folder (:func:`azllm.export.export_model`): the base fitted to
-    the way's tokenizer again (deterministic), the run's adapter loaded on it, merged with its token rows. The
-    folder records the run's key (``azllm_export.json``); an export of the same run is returned as it is."""
-    from ..assemble import fit_base
+    """A finished adaptation run as one standalone folder (:func:`azllm.export.export_model`): a full fine-tuning
+    run's trained weights (its ``final/``), or, for LoRA, the base fitted to the way's tokenizer again
+    (deterministic) with the run's adapter loaded on it, merged with its token rows. The folder records the run's
+    key (``azllm_export.json``); an export of the same run is returned as it is."""
+    from ..assemble import fit_base, load_base
     from ..export import export_model
     from ..utils import torch_dtype
 
     folder = Paths(cfg).adapt / f"{result['way']}-{result['method']}-export"
     marker = folder / "azllm_export.json"
-    if marker.is_file() and json.loads(marker.read_text()).get("key") == result["key"]:
+    record = {"key": result["key"], "way": result["way"], "method": result["method"], "format": EXPORT_FORMAT}
+    if marker.is_file() and json.loads(marker.read_text()) == record:
         return folder  # this run's export, already written
-    cfg_w = way_config(cfg, result["way"], tok, base, base_tok)
-    model, _, _ = fit_base(base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init,
-                           dtype=torch_dtype(cfg.model.dtype))
-    if (Path(result["final_dir"]) / "adapter_config.json").is_file():
+    final, dtype = Path(result["final_dir"]), torch_dtype(cfg.model.dtype)
+    if (final / "adapter_config.json").is_file():
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, result["final_dir"])
+        cfg_w = way_config(cfg, result["way"], tok, base, base_tok)
+        model, _, _ = fit_base(base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init,
+                               dtype=dtype)
+        model = PeftModel.from_pretrained(model, str(final))
+    else:  # full fine-tuning: the trained weights themselves
+        model = load_base(final, dtype)
     out = export_model(model, tok.path, folder)
-    atomic_write_json(marker, {"key": result["key"], "way": result["way"], "method": result["method"]})
+    atomic_write_json(marker, record)
     return out
+
+
+EXPORT_FORMAT = 2
+"""Version of :func:`export_run`'s folders (2: a full run exports its trained weights; 1 exported the base)."""
 
 
 def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str],

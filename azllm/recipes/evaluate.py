@@ -138,7 +138,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
         m, t, _ = load_model(folder)
         name = f"{r['way']}-{r['method']}"
         after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name, cache_dir=Paths(cfg).adapt / f"{name}-eval",
-                                                     model_id=r["key"])
+                                                     model_id=f"{r['key']}:{_weights_id(folder)}")
     return before, after
 
 
