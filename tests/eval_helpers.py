@@ -67,25 +67,3 @@ def tiny_model(tiny_folder):
 
     return AutoModelForCausalLM.from_pretrained(str(tiny_folder)).eval()
 
-
-@pytest.fixture(scope="session")
-def adapt_report(tmp_path_factory):
-    """Notebooks 05 and 06 on the tiny params and the fixture data, once per session: ``(run_dir, metrics,
-    artifacts)``."""
-    import json
-    import os
-
-    from conftest import run_notebooks
-
-    tmp = tmp_path_factory.mktemp("adapt-eval")
-    old = {k: os.environ.get(k) for k in ("AZLLM_ARTIFACTS", "AZLLM_DATA_ROOT")}
-    os.environ.update({"AZLLM_ARTIFACTS": str(tmp / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)})
-    try:
-        run_dir, ok = run_notebooks(REPO / "params/tiny.yaml", reports_dir=tmp / "reports",
-                                    notebooks=["05_adapt", "06_evaluate"])
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert ok, metrics["notebooks"]
-    return run_dir, metrics, tmp / "art" / "tiny"

@@ -1,12 +1,10 @@
 """The adaptation study: notebook 05 end to end on the fixture corpus (tiny params), and the GPU params."""
 
-import json
 from pathlib import Path
 
 import pytest
 
 from azllm.config import load_params
-from eval_helpers import adapt_report  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import pytest
 from azllm.config import load_params
 
 from conftest import FIXTURES
-from eval_helpers import REPO, adapt_report, eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
+from eval_helpers import REPO, eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
 
 
 @pytest.mark.slow  # shares notebook 05's run (eval_helpers.adapt_report)
