@@ -81,3 +81,14 @@ def test_probe_rows_and_missing_data(cfg, monkeypatch):
         warnings.simplefilter("always")
         assert local_configs(c) == []
     assert any("left out: no local data" in str(x.message) for x in w)
+
+
+def test_the_shipped_sample_leaves_out_what_it_lacks(monkeypatch):
+    from azllm.recipes.sources import SAMPLE_ROOT
+
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(SAMPLE_ROOT))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        names = [c["task"] for c in local_configs(load_params(None))]
+    assert names == ["sib200_az", "sib200_en", "flores_en_az", "flores_az_en"]
+    assert any("tumlu_az left out" in str(x.message) for x in w) and any("mmlu_en left out" in str(x.message) for x in w)
