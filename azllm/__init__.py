@@ -13,7 +13,18 @@ and ``report`` (papermill -> HTML pages + metrics.json).
 
 __version__ = "0.1.0"
 
+import logging as _logging
 import os as _os
+
+
+def _not_deepspeed_cpu_guess(record: _logging.LogRecord) -> bool:
+    """DeepSpeed (pinned: accelerate's ZeRO path) is imported by every Trainer and ``save_pretrained``; on a machine
+    with no GPU its auto-detection logs "Setting accelerator to CPU ... unable to detect it" and picks CPU. That
+    line says nothing to an azllm user, so importing azllm drops it (DeepSpeed's other messages stay)."""
+    return "Setting accelerator to CPU" not in str(record.msg)
+
+
+_logging.getLogger("DeepSpeed").addFilter(_not_deepspeed_cpu_guess)
 
 if _os.environ.get("AZLLM_LOG"):  # a report kernel: warnings and logging go to the run's log, not into the page
     from .utils import route_warnings as _route_warnings

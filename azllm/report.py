@@ -338,24 +338,40 @@ def _check_notebooks(names: list[str], nb_dir: Path) -> None:
                               f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
 
 
+def _kernel_did_not_start(e: BaseException) -> bool:
+    """jupyter_client's "Kernel didn't respond in N seconds" (a kernel that never started), not a failed cell."""
+    import papermill as pm
+
+    return not isinstance(e, pm.PapermillExecutionError) and "didn't respond" in str(e)
+
+
 def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_code: bool,
-             banner: str | None = None) -> dict:
-    """Run one notebook with papermill into ``run_dir`` and render its page (also when a cell failed)."""
+             banner: str | None = None, *, start_timeout: int = 300, start_tries: int = 3) -> dict:
+    """Run one notebook with papermill into ``run_dir`` and render its page (also when a cell failed). A kernel
+    that does not start within ``start_timeout`` seconds is started again, ``start_tries`` times in all."""
     import papermill as pm
 
     t0 = time.time()
     out_nb = run_dir / f"{name}.ipynb"
     page = {"name": name, "html": f"{name}.html", "status": "ok", "seconds": 0.0}
     print(f"azllm: executing {name} ...", flush=True)
-    try:
-        pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
-                            parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
-                            kernel_name=_kernel_name(), language="python", cwd=str(REPO_ROOT), progress_bar=True,
-                            log_output=False)
-    except Exception as e:  # papermill's execution error or a kernel death
-        page["status"] = "failed"
-        page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
-        print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
+    for attempt in range(1, start_tries + 1):
+        try:
+            pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
+                                parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
+                                kernel_name=_kernel_name(), language="python", cwd=str(REPO_ROOT),
+                                progress_bar=True, log_output=False, start_timeout=start_timeout)
+            break
+        except Exception as e:  # papermill's execution error, a kernel that did not start, or a kernel death
+            if _kernel_did_not_start(e) and attempt < start_tries:
+                print(f"azllm: {name}: the kernel did not start in {start_timeout} s (try {attempt} of "
+                      f"{start_tries}); starting it again", file=sys.stderr, flush=True)
+                continue
+            page["status"] = "failed"
+            page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
+            print(f"azllm: {name} FAILED: {page['error']}", file=sys.stderr, flush=True)
+            break
+    page["kernel_starts"] = attempt
     page["seconds"] = time.time() - t0
     if out_nb.is_file():
         _render_html(out_nb, run_dir / page["html"], show_code, banner)
@@ -394,7 +410,9 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
     try:
         with _LogEcho(log):
             for name in names:
-                pages.append(_execute(name, nb_dir, run_dir, params_file, show, banner))
+                pages.append(_execute(name, nb_dir, run_dir, params_file, show, banner,
+                                      start_timeout=cfg.report.kernel_start_timeout,
+                                      start_tries=cfg.report.kernel_start_tries))
                 if pages[-1]["status"] != "ok":
                     break
     finally:

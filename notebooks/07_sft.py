@@ -74,7 +74,8 @@ report.record(out_dir, "sft", {"data": rows, "counts": data["counts"], "notes": 
 for n in data["notes"]:
     print(n)
 c = data["counts"]
-print(f"held out: {c['held_out']} conversations of {S.holdout_source} ({c['held_out_origin']} text)")
+print(f"held out: {c['held_out']} conversations: {c['held_out_drawn']} of {S.holdout_source} "
+      f"({c['held_out_origin']} text), {c['eval_sources']} of sft.eval_sources")
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(rows).set_index("step"))
 

@@ -142,3 +142,17 @@ def test_no_arrow_up(mod):
     up = sorted(d for d in GRAPH[mod] if LAYERS[layer(d)] > LAYERS[layer(mod)]
                 or (layer(mod) == "library" and layer(d) == "config"))
     assert not up, f"{mod} ({layer(mod)}) imports {up} from a higher layer"
+
+
+def test_importing_azllm_prints_nothing():
+    """``from azllm.gguf import gguf_to_folder`` (and the DeepSpeed import every Trainer and ``save_pretrained``
+    makes) writes nothing on stdout or stderr: DeepSpeed's "Setting accelerator to CPU" guess is dropped."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("DS_ACCELERATOR", "AZLLM_LOG")}
+    r = subprocess.run([sys.executable, "-c", "from azllm.gguf import gguf_to_folder\nimport deepspeed"],
+                       capture_output=True, text=True, env=env, cwd=PKG.parent, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Setting accelerator" not in r.stdout + r.stderr
+    assert r.stdout == "" and r.stderr == "", (r.stdout, r.stderr)

@@ -52,6 +52,33 @@ def test_the_data_table_counts_every_step(tiny_base, tmp_path):
     assert d["key"] == sft.sft_data(cfg, tok)["key"]  # the same data, the same key
 
 
+def test_a_separate_test_file_is_scored_and_never_trained_on(tiny_base, tmp_path):
+    """``sft.eval_sources``: every conversation of the user's own test set is held out, with ``holdout_size`` 0
+    (drawing the whole source was refused: "leaves no training conversation"), and a training conversation that
+    repeats a test prompt is decontaminated away."""
+    prompts = ["Xəzər dənizi haqqında bir cümlə yaz.", "Ən uzun çay hansıdır?", "Şahmatda atın gedişini izah et.",
+               "Novruz bayramı nə vaxt qeyd olunur?", "Fotosintez nədir?", "Bir şeir adı de."]
+    test = [{"instruction": p, "output": f"Cavab {i}."} for i, p in enumerate(prompts)]
+    _jsonl(tmp_path / "test.jsonl", test)
+    _jsonl(tmp_path / "train.jsonl", [*({"instruction": f"{i} üstəgəl {i} neçədir?", "output": f"{2 * i}."}
+                                        for i in range(20)), test[0]])
+    srcs = {"mine": {"path": str(tmp_path / "train.jsonl"), "origin": "native"}}
+    with pytest.raises(Exception, match="leaves no training conversation"):  # the old way: hold out a whole source
+        cfg = params(tiny_base, tmp_path / "art", holdout_source="t", holdout_size=6,
+                     sources={**srcs, "t": {"path": str(tmp_path / "test.jsonl")}})
+        sft.sft_data(cfg, sft.sft_tokenizer(cfg, str(tiny_base))[0])
+    cfg = params(tiny_base, tmp_path / "art", holdout_size=0, holdout_source="mine", sources=srcs,
+                 eval_sources={"test": {"path": str(tmp_path / "test.jsonl"), "origin": "native"}})
+    d = sft.sft_data(cfg, sft.sft_tokenizer(cfg, str(tiny_base))[0])
+    assert len(d["held_out"]) == 6 and {c["source"] for c in d["held_out"]} == {"test"}
+    assert len(d["train"]) == 20 and d["counts"]["decontaminated"]["held_out"] == 1
+    assert d["counts"]["eval_sources"] == 6 and d["counts"]["read"] == 21
+    assert "6 of sft.eval_sources" in next(r["note"] for r in sft.data_rows(d["counts"]) if r["step"] == "held out")
+    with pytest.raises(ValueError, match="never trained on"):
+        bad = params(tiny_base, tmp_path / "art", holdout_source="mine", sources=srcs, eval_sources=srcs)
+        sft.sft_data(bad, sft.sft_tokenizer(bad, str(tiny_base))[0])
+
+
 @pytest.mark.parametrize("fmt", ["instruction_response", "messages"])
 def test_another_jsonl_works_with_no_code_change(fmt, tiny_base, tmp_path):
     """Only the params change: a jsonl of {instruction, response} pairs, or of messages lists, trains end to end."""

@@ -92,3 +92,18 @@ def test_the_shipped_sample_leaves_out_what_it_lacks(monkeypatch):
         names = [c["task"] for c in local_configs(load_params(None))]
     assert names == ["sib200_az", "sib200_en", "flores_en_az", "flores_az_en"]
     assert any("tumlu_az left out" in str(x.message) for x in w) and any("mmlu_en left out" in str(x.message) for x in w)
+
+
+def test_a_zero_shot_task_with_no_pool_in_the_params_needs_none(monkeypatch):
+    """``evaluate.local.<task>`` without ``fewshot_path`` is zero-shot: no pool, never the YAML's relative pool path
+    (which pointed at a file that is not under the data root, or dropped the task with no data root)."""
+    monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
+    c = load_params(None, overrides={"evaluate": {
+        "tasks": ["sib200_az"], "local": {"sib200_az": {"path": "data/az/eval/sib200/azj_Latn/dev.tsv"}}}})
+    (t,) = local_configs(c)
+    assert t["dataset_kwargs"]["fewshot_path"] is None and "fewshot_split" not in t
+    assert probe_rows(c, "sib200_az")[0] == []  # no pool: the probe's folds run over the test split alone
+    few = load_params(None, overrides={"evaluate": {"tasks": ["sib200_az"], "local": {
+        "sib200_az": {"path": "data/az/eval/sib200/azj_Latn/dev.tsv", "num_fewshot": 3}}}})
+    with pytest.raises(EvalDataError, match="needs a few-shot pool"):
+        local_configs(few)

@@ -102,6 +102,35 @@ def test_failed_cell_exits_nonzero_and_keeps_partial_report(tmp_path):
     assert m["metrics"]["demo"] == {"before": 1}
 
 
+def test_a_kernel_slow_to_start_is_started_again_not_lost(tmp_path, monkeypatch):
+    """A kernel that does not answer within ``report.kernel_start_timeout`` (here: it sleeps 10 s on its first
+    start only, as a loaded machine does) is started again; the notebook runs and the report is written. Before,
+    the run stopped at "Kernel didn't respond in 60 seconds"."""
+    slow = tmp_path / "slow_kernel.py"
+    slow.write_text("import os, sys, time\n"
+                    "if not os.path.exists(sys.argv[1]):\n"
+                    "    open(sys.argv[1], 'w').close()\n"
+                    "    time.sleep(10)\n"
+                    "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', '-f', sys.argv[2]])\n")
+    spec = tmp_path / "jupyter/kernels/azllm"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(slow), str(tmp_path / "started-once"), "{connection_file}"],
+        "display_name": "slow", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    nb_dir = tmp_path / "nbs"
+    nb_dir.mkdir()
+    nbformat.write(new_notebook(cells=[new_code_cell('params_file = ""\nout_dir = ""',
+                                                     metadata={"tags": ["parameters"]}),
+                                       new_code_cell("print('ran')")]), str(nb_dir / "hello.ipynb"))
+    params = tmp_path / "p.yaml"
+    params.write_text("run_name: slow\nnotebooks: [hello]\nreport: {kernel_start_timeout: 4}\n")
+    run_dir, ok = run_report(params, reports_dir=tmp_path / "reports", notebooks_dir=nb_dir)
+    assert ok and "ran" in (run_dir / "hello.html").read_text()
+    (page,) = json.loads((run_dir / "metrics.json").read_text())["notebooks"]
+    assert page["status"] == "ok" and page["kernel_starts"] == 2
+
+
 def test_cli_rejects_params_typo_with_exit_code_2(tmp_path):
     params = tmp_path / "p.yaml"
     params.write_text("tokenizer:\n  vocab_sise: 10\n")

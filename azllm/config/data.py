@@ -161,6 +161,12 @@ class ReportConfig(_Section):
         "evlərimizdən", "Azərbaycanlılaşdıra bilmədiklərimizdənsinizmi", "universitetlərimizdə",
         "müəllimlərimizin", "qanunvericiliyində", "gözləmədiyimiz"])
     """Words whose segmentation by every tokenizer is shown."""
+    kernel_start_timeout: int = Field(default=300, ge=1)
+    """Seconds a notebook's kernel may take to start (papermill's ``start_timeout``, 60 by default, was too short
+    on a loaded machine: "Kernel didn't respond in 60 seconds")."""
+    kernel_start_tries: int = Field(default=3, ge=1)
+    """Kernel starts tried per notebook before it counts as failed (only a kernel that did not start is tried
+    again; a failed cell is never re-run)."""
 
 
 # --------------------------------------------------------------------------------------------------- tokens

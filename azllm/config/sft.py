@@ -53,10 +53,16 @@ class SftConfig(_Section):
     and method with the best Azerbaijani bits per byte, exported as one folder."""
     sources: dict[str, SftSourceConfig] = Field(default_factory=_sources)
     """Instruction data by name (replaces the default map as a whole when given)."""
+    eval_sources: dict[str, SftSourceConfig] = Field(default_factory=dict)
+    """Your own test sets, by name (the same fields as ``sources``): every conversation of them is held out (loss,
+    answers, chrF++), never trained on, and the training conversations are decontaminated against them. They are
+    cleaned like the training data but not deduplicated against it. With them, ``holdout_size`` may be 0 (score on
+    the test sets alone); a name may not also be in ``sources``."""
     holdout_source: str = "native"
     """The source the fixed held-out split is taken from (native text makes better references)."""
     holdout_size: int = 15
-    """Conversations held out for evaluation (loss, generations, chrF++)."""
+    """Conversations of ``holdout_source`` held out for evaluation (loss, generations, chrF++), beside every
+    conversation of ``eval_sources``; 0: none drawn."""
     holdout_seed: int = 0
     """Key of the hash that picks the held-out split (keep it fixed to compare runs)."""
     on_bad_record: Literal["error", "drop"] = "error"

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..config import Config
 from ..utils import atomic_write_json, json_hash
 from .paths import Paths
-from .tasks import hub_tasks, local_configs, probe_rows
+from .tasks import hub_tasks, local_configs, local_task_args, probe_rows
 
 __all__ = ["settings_key", "score_model", "probe_scores", "evaluate_model", "study", "before_after", "ranking",
            "contamination", "conventions", "results_record", "scoring_benchmark", "score_pair", "pair_rows"]
@@ -264,10 +264,7 @@ def scoring_benchmark(cfg: Config, model: str, *, task: str | None = None, round
                      and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"), None)
     if task is None or task not in ev.local:
         raise KeyError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
-    t = ev.local[task]
-    at = lambda p: str(paths.under_root(p)) if p else p  # noqa: E731
-    args = {"path": at(t.path), "fewshot_path": at(t.fewshot_path), "num_fewshot": t.num_fewshot,
-            "subset": t.subset, "first": t.first}
+    args = local_task_args(cfg, task)
     res = benchmark(model, task, args, batch_sizes=batch_sizes, rounds=rounds)
     atomic_write_json(paths.artifacts / "eval_benchmark.json", res)
     return res

@@ -143,17 +143,31 @@ def sft_data(cfg: Config, tokenizer) -> dict:
     from ..utils import json_hash
 
     s = cfg.sft
-    if s.holdout_source not in s.sources:
+    if s.holdout_size > 0 and s.holdout_source not in s.sources:
         raise ValueError(f"sft.holdout_source {s.holdout_source!r} is not in sft.sources ({sorted(s.sources)})")
-    convs, per_source = [], {}
-    for name, src in s.sources.items():
-        got, counts = read_conversations(resolve(cfg, src), source=name, fmt=src.format, fields=dict(src.fields),
-                                         placeholders=list(s.placeholders), on_bad=s.on_bad_record)
-        per_source[name] = {**counts, "origin": src.origin}
-        convs += got
+    if both := sorted(set(s.sources) & set(s.eval_sources)):
+        raise ValueError(f"sft.eval_sources and sft.sources both name {both}: a test set is never trained on")
+    if s.holdout_size <= 0 and not s.eval_sources:
+        raise ValueError("sft.holdout_size is 0 and sft.eval_sources is empty: nothing to evaluate on")
+    per_source: dict[str, dict] = {}
+    per_test: dict[str, dict] = {}
+
+    def read(sources: dict, into: dict) -> list[dict]:
+        out = []
+        for name, src in sources.items():
+            got, counts = read_conversations(resolve(cfg, src), source=name, fmt=src.format, fields=dict(src.fields),
+                                             placeholders=list(s.placeholders), on_bad=s.on_bad_record)
+            into[name] = {**counts, "origin": src.origin}
+            out += got
+        return out
+
+    convs = read(s.sources, per_source)
+    tests, _ = clean_conversations(read(s.eval_sources, per_test))
     cleaned, c_counts = clean_conversations(convs)
     deduped, d_counts = dedupe_prompts(cleaned, threshold=s.near_dup_threshold)
     train, held = holdout_split(deduped, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
+    drawn = len(held)
+    held += tests
     notes: list[str] = []
     if s.decontaminate:
         texts, notes = _eval_texts(cfg)
@@ -162,7 +176,6 @@ def sft_data(cfg: Config, tokenizer) -> dict:
         x_counts = {"held_out": 0, "examples": {}}
     train, l_counts = apply_length_limit(train, conversation_lengths(tokenizer, train), max_length=s.max_length,
                                          policy=s.length_policy)
-    drawn = len(held)
     held, lh_counts = apply_length_limit(held, conversation_lengths(tokenizer, held), max_length=s.max_length,
                                          policy=s.length_policy)
     for name in per_source:
@@ -172,7 +185,8 @@ def sft_data(cfg: Config, tokenizer) -> dict:
               "bad": {k: v for src in per_source.values() for k, v in src["bad"].items()},
               "placeholder_inputs": sum(v["placeholder_inputs"] for v in per_source.values()),
               **c_counts, "after_clean": len(cleaned), "duplicates": d_counts, "after_dedupe": len(deduped),
-              "held_out_drawn": drawn, "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin,
+              "held_out_drawn": drawn, "eval_sources": len(tests), "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin if s.holdout_size > 0 else "none",
+              "eval_source_counts": per_test,
               "decontaminated": x_counts, "length": l_counts, "length_held_out": lh_counts, "train": len(train)}
     key = json_hash({"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}, n=12)
     return {"train": train, "held_out": held, "counts": counts, "notes": notes, "key": key}
@@ -191,7 +205,9 @@ def data_rows(counts: dict) -> list[dict]:
             {"step": "deduplicated", "conversations": d["after_dedupe"],
              "note": f"{d['duplicates']['exact']} exact, {d['duplicates']['near']} near-duplicate prompts"},
             {"step": "held out", "conversations": d["held_out_drawn"],
-             "note": f"fixed split of {d['held_out_origin']} text; {d['held_out']} within max_length"},
+             "note": f"fixed split of {d['held_out_origin']} text"
+                     + (f", + {d['eval_sources']} of sft.eval_sources (never trained on)" if d.get("eval_sources") else "")
+                     + f"; {d['held_out']} within max_length"},
             {"step": "decontaminated", "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
              "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped"},
             {"step": "length limit", "conversations": d["train"],

@@ -15,7 +15,7 @@ from ..config import Config
 from .paths import Paths
 from .sources import SAMPLE_ROOT
 
-__all__ = ["local_configs", "hub_tasks", "decontamination_sets", "probe_rows"]
+__all__ = ["local_configs", "local_task_args", "hub_tasks", "decontamination_sets", "probe_rows"]
 
 
 def _path(paths: Paths, p: str | None) -> str | None:
@@ -25,6 +25,15 @@ def _path(paths: Paths, p: str | None) -> str | None:
         return ""
     q = paths.under_root(p)
     return str(q) if q is not None else p
+
+
+def local_task_args(cfg: Config, name: str) -> dict:
+    """The keyword arguments of :func:`azllm.evaluation.tasks.local_task` for ``evaluate.local.<name>``, its paths
+    resolved against the data root. A task whose ``fewshot_path`` is left out is zero-shot: it gets no pool (never
+    the YAML's relative pool path, which would point nowhere)."""
+    t, paths = cfg.evaluate.local[name], Paths(cfg)
+    return {"path": _path(paths, t.path), "fewshot_path": _path(paths, t.fewshot_path) or "",
+            "num_fewshot": t.num_fewshot, "subset": t.subset, "first": t.first, "max_gen_toks": t.max_gen_toks}
 
 
 def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool = True) -> list[dict]:
@@ -44,8 +53,7 @@ def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool =
             raise KeyError(f"evaluate.tasks names {name!r}, a shipped task, but evaluate.local has no entry for it "
                            f"(its data paths); add evaluate.local.{name}.path")
         try:
-            out += local_task(name, path=_path(paths, t.path), fewshot_path=_path(paths, t.fewshot_path),
-                              num_fewshot=t.num_fewshot, subset=t.subset, first=t.first, max_gen_toks=t.max_gen_toks)
+            out += local_task(name, **local_task_args(cfg, name))
         except EvalDataError as e:
             if paths.data_root is not None and paths.data_root != SAMPLE_ROOT.resolve() and strict:
                 raise  # the shipped sample lacks TUMLU and MMLU (not redistributable / not cut): left out there
