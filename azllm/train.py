@@ -18,8 +18,13 @@ loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.
   across tokenizers; bpb is).
 - **Schedule**: linear warmup then cosine decay to ``lr * min_lr_ratio`` (``cosine_with_min_lr``); AdamW with
   decay on matrices only; gradient clipping; gradient accumulation; gradient checkpointing on request (non-reentrant).
-- **Precision**: ``auto`` = bf16 autocast on GPUs that support it, fp16 (with loss scaling) on older GPUs, fp32 on
-  CPU (CPU bf16 autocast is slower than fp32 on few cores and less exact); ``bf16``/``fp16``/``fp32`` force it.
+- **Precision**: ``auto`` = bf16 autocast on GPUs that support it, fp16 (with loss scaling) on older GPUs; on a CPU
+  with bf16 instructions (AVX512-BF16 or AMX, :func:`cpu_has_bf16`) bf16 autocast for a model of at least
+  :data:`CPU_BF16_MIN_PARAMS` parameters, else fp32. Measured on 2 idle cores of an AVX512-BF16 EPYC, SmolLM2-135M,
+  LoRA r=16 all-linear, 4 x 256, a bare PyTorch + PEFT loop: 6.7 / 7.7 s per step in fp32 against 5.0 / 5.7 s in
+  bf16 (1.35x), first-step loss 13.4919 against 13.4886 (0.02% apart; the stated tolerance is 1%); through TRL's
+  SFT path 5.6 -> 4.5 s per step. The stand-ins below 20M parameters stay fp32 (not measured faster; their numbers
+  stay exact and comparable with earlier reports). ``bf16``/``fp16``/``fp32`` force it.
 - **Checkpoints**: every ``save_steps``, safetensors (adapters alone for LoRA/QLoRA, peft's ``save_pretrained``),
   plus optimizer, scheduler, RNG states and the Trainer state, keeping the last ``save_total_limit``. The Trainer
   writes a checkpoint folder in place, so a checkpoint only counts once ``azllm_complete.json`` is written in it
@@ -84,7 +89,8 @@ from .utils import atomic_write_json, json_hash, replace_dir
 __all__ = ["TrainSpec", "run_key", "run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
            "RowsFirstCallback", "StopOnSignalCallback",
            "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
-           "load_trained", "generate", "precision_flags", "keep_freed_memory", "METHODS"]
+           "load_trained", "generate", "precision_flags", "cpu_has_bf16", "CPU_BF16_MIN_PARAMS", "keep_freed_memory",
+           "METHODS"]
 
 # ----------------------------------------------------------------------------------------------------- data
 
@@ -140,13 +146,37 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
 
 # ---------------------------------------------------------------------------------------------------- model
 
-def precision_flags(precision: str) -> dict:
-    """``{"bf16": bool, "fp16": bool}`` for the Trainer (see the module docstring)."""
+CPU_BF16_MIN_PARAMS = 20_000_000
+"""``precision: auto`` on a CPU picks bf16 autocast from this many parameters on (module docstring)."""
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has bf16 matrix instructions (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo`` (Linux;
+    False elsewhere). ``AZLLM_CPU_BF16=0`` / ``1`` overrides the reading."""
+    forced = os.environ.get("AZLLM_CPU_BF16")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def precision_flags(precision: str, n_params: int | None = None) -> dict:
+    """``{"bf16": bool, "fp16": bool}`` for the Trainer (see the module docstring); ``n_params``: the model's
+    parameter count (``auto`` on a CPU: fp32 when it is not given).
+
+    >>> precision_flags("fp32")
+    {'bf16': False, 'fp16': False}
+    """
     cuda = torch.cuda.is_available()
     if precision == "auto":
         if cuda:
             return {"bf16": torch.cuda.is_bf16_supported(), "fp16": not torch.cuda.is_bf16_supported()}
-        return {"bf16": False, "fp16": False}
+        big = n_params is not None and n_params >= CPU_BF16_MIN_PARAMS
+        return {"bf16": big and cpu_has_bf16(), "fp16": False}
     if precision == "fp32":
         return {"bf16": False, "fp16": False}
     if precision == "bf16":
@@ -292,7 +322,7 @@ def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: d
         "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
         "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
         "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
-        "world_size": world, "precision": precision_flags(spec.precision), "lr": spec.lr, "max_steps": spec.max_steps,
+        "world_size": world, "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16}, "lr": spec.lr, "max_steps": spec.max_steps,
         "fsdp": bool(trainer.is_fsdp_enabled), "freed_memory_kept": malloc, "cached": False, **(info or {}),
     }
     if trainer.is_world_process_zero():
@@ -312,7 +342,8 @@ def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out
     safety = SafetyCallback(model, eval_info, out, spec.grad_accum)
     stop = StopOnSignalCallback()
     rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
-    trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world),
+    n_params = sum(p.numel() for p in model.parameters())
+    trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world, n_params=n_params),
                       train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
                       eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
                       callbacks=[stop, safety, throughput, *callbacks, *rows_first])
@@ -323,7 +354,7 @@ def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out
     return trainer, (safety, throughput, stop)
 
 
-def _training_arguments(out: Path, spec: TrainSpec, *, world: int):
+def _training_arguments(out: Path, spec: TrainSpec, *, world: int, n_params: int | None = None):
     """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
     the seed for the model's sampler too, gloo for CPU DDP (no search for unused parameters), FSDP on request, and
     on CUDA a non-blocking copy of each batch from pinned memory (a blocking one would sync every step)."""
@@ -345,7 +376,7 @@ def _training_arguments(out: Path, spec: TrainSpec, *, world: int):
         ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
         prediction_loss_only=True, dataloader_pin_memory=cuda, accelerator_config={"non_blocking": cuda},
         fsdp=bool(s.fsdp), fsdp_config={"version": 2, **(s.fsdp_config or {})} if s.fsdp else None,
-        **precision_flags(s.precision))
+        **precision_flags(s.precision, n_params))
 
 
 def _adjust(trainer, model, optimizer: str, opt_kwargs: dict, *, fsdp: bool) -> None:

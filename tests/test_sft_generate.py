@@ -39,3 +39,23 @@ def test_answers_follow_the_generation_prompt_and_stop_at_the_end_of_turn(tiny_b
     stopped = generate_answers(model, tok, [conv], max_new_tokens=5, stop_ids=[info["end_of_turn_id"]])[0]
     assert stopped == {"id": "x", "prompt": "Salam", "reference": "Salam!", "answer": "", "tokens": 1, "stopped": True}
     assert free["tokens"] == 5 or free["stopped"]
+
+
+def test_batched_left_padded_answers_equal_one_prompt_at_a_time(tiny_base):
+    """Prompts of different lengths, 3 at a time (left padding, sorted by length): the same greedy tokens, answers
+    and stop flags as one prompt at a time, in the order given."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from azllm.sft.template import add_token_rows, prepare_tokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_base))
+    info = prepare_tokenizer(tok)
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_base))
+    add_token_rows(model, info["added_tokens"])
+    convs = [{"id": f"c{i}", "messages": [{"role": "user", "content": "Salam, " + "necəsən? " * (1 + 3 * i % 7)},
+                                          {"role": "assistant", "content": "Yaxşıyam."}]} for i in range(7)]
+    kw = {"max_new_tokens": 6, "stop_ids": [info["end_of_turn_id"]]}
+    alone = [generate_answers(model, tok, [c], **kw)[0] for c in convs]
+    batched = generate_answers(model, tok, convs, batch_size=3, **kw)
+    assert [r["id"] for r in batched] == [c["id"] for c in convs]
+    assert batched == alone

@@ -224,3 +224,52 @@ def test_qlora_runs_with_the_repack_guard(tiny_base, conversations, tmp_path):
     assert trainer.state.global_step == 2
     lora_b = [p for n, p in trainer.model.named_parameters() if "lora_B" in n]
     assert lora_b and any(float(p.abs().sum()) > 0 for p in lora_b)  # B starts at 0: the adapters trained
+
+
+def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradients(tiny_base, conversations,
+                                                                                     tmp_path):
+    """``labelled_positions_only``: TRL's compact path on a CPU (only positions with a label go through the LM head)
+    gives the loss and the gradients of its score-every-position path, and puts TRL's own check back on exit."""
+    import trl.trainer.utils as tu
+
+    from azllm.sft.train import labelled_positions_only
+
+    trainer, *_ = _trainer(tiny_base, conversations[:4], tmp_path, batch_size=4)
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
+    model = trainer.model.train()
+    assert (batch["labels"] == -100).float().mean() > 0.3  # prompts and padding: positions the head may skip
+
+    def loss_and_grads():
+        model.zero_grad()
+        out = model(**batch, fused_lm_head=True)
+        loss = -out.log_probs.sum() / out.label_mask.sum()
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in model.parameters() if p.requires_grad]
+
+    calls = []
+    original = tu._use_triton
+    tu._use_triton = lambda d: calls.append(d.type) or original(d)
+    try:
+        every, g_every = loss_and_grads()
+        with labelled_positions_only():
+            assert tu._use_triton(torch.device("cpu")) is True
+            compact, g_compact = loss_and_grads()
+        assert calls and tu._use_triton(torch.device("cpu")) is False
+    finally:
+        tu._use_triton = original
+    assert abs(every - compact) < 1e-5
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g_every, g_compact))
+
+
+def test_precision_auto_is_bf16_on_a_bf16_cpu_for_a_real_size_model(monkeypatch):
+    from azllm.train import CPU_BF16_MIN_PARAMS, precision_flags
+
+    if torch.cuda.is_available():
+        pytest.skip("a CPU rule")
+    monkeypatch.setenv("AZLLM_CPU_BF16", "1")
+    assert precision_flags("auto", CPU_BF16_MIN_PARAMS) == {"bf16": True, "fp16": False}
+    assert precision_flags("auto", 1_000_000)["bf16"] is False  # the stand-ins stay fp32
+    assert precision_flags("auto")["bf16"] is False
+    monkeypatch.setenv("AZLLM_CPU_BF16", "0")
+    assert precision_flags("auto", 135_000_000)["bf16"] is False
+    assert precision_flags("bf16")["bf16"] is True

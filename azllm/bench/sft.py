@@ -77,7 +77,7 @@ def _bare(job: dict, out: Path, timer: StepTimer):
 
     tok, info, model, peft, spec = _setup(job)
     convs = json.loads(Path(job["conversations"]).read_text())
-    args = _sft_config(out, spec, eval_on_start=True, world=1)
+    args = _sft_config(out, spec, eval_on_start=True, world=1, n_params=sum(p.numel() for p in model.parameters()))
     trainer = SFTTrainer(model=model, args=args, processing_class=tok, peft_config=peft, callbacks=[timer],
                          train_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs]),
                          eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs[:4]]))

@@ -280,7 +280,8 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
             return got
     model = _trained(result, base, template)
     rows = generate_answers(model, tokenizer, data["held_out"], max_new_tokens=cfg.sft.max_new_tokens,
-                            stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id])
+                            stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
+                            batch_size=cfg.sft.generate_batch_size)
     scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
     for r, s in zip(rows, scores["per_answer"]):
         r["chrf++"] = s

@@ -18,6 +18,11 @@ TRL does and what azllm adds, read in TRL 1.16's source:
 - **The loss** is TRL's fused LM head (``add_fused_lm_head``): log-probabilities of the labelled positions from
   ``lm_head.weight`` in chunks, without the ``B x T x V`` logits. It reads the weight through peft's wrappers
   (``trainable_token_indices`` returns the merged rows), so trained token rows reach the loss (tested).
+- **Only labelled positions reach the LM head, on a CPU too**: TRL 1.16 projects only the positions whose label is
+  not -100 on Triton devices, but every position elsewhere (a fixed tile shape spares Neuron its recompiles). On a
+  CPU that scores the prompt and the padding through the 49k-row head as well: :func:`labelled_positions_only`
+  makes TRL take its own compact path there, for the duration of training and evaluation. Measured on SmolLM2-135M
+  (LoRA, 4 conversations x <= 384 tokens, 2 idle cores): 13.5 -> 8.2 s per step, the same losses.
 - **LoRA / QLoRA**: ``peft_config`` (a ``peft.LoraConfig``) is passed to ``SFTTrainer``, which wraps the model.
   azllm builds it: ``model.lora``'s rank, alpha, rsLoRA and targets, and the rows of new tokens trainable
   (:func:`azllm.lora.new_rows_config`: ``trainable_token_indices`` or ``modules_to_save``, as after a vocabulary
@@ -44,6 +49,7 @@ TRL does and what azllm adds, read in TRL 1.16's source:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -55,7 +61,7 @@ from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallbac
 from ..utils import atomic_write_json, json_hash, replace_dir
 
 __all__ = ["SftSpec", "sft_key", "prepare_model", "lora_config", "build_trainer", "run_sft", "finished_sft",
-           "load_sft_model", "loss_token_share", "OPTIM_NAMES"]
+           "load_sft_model", "loss_token_share", "labelled_positions_only", "OPTIM_NAMES"]
 
 OPTIM_NAMES = {"adamw": "adamw_torch", "adamw_8bit": "adamw_bnb_8bit", "paged_adamw_8bit": "paged_adamw_8bit"}
 """azllm's optimizer names -> the Trainer's ``optim``."""
@@ -152,7 +158,7 @@ def lora_config(model, *, r: int, alpha: int, dropout: float, use_rslora: bool =
                       target_modules=targets, bias="none", task_type="CAUSAL_LM", **rows)
 
 
-def _sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int):
+def _sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int, n_params: int | None = None):
     from trl import SFTConfig
 
     from ..train import precision_flags
@@ -173,7 +179,7 @@ def _sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int):
         eval_packing=False, assistant_only_loss=s.assistant_only_loss, completion_only_loss=s.completion_only_loss,
         dataloader_num_workers=0, disable_tqdm=True, use_cpu=not cuda, logging_nan_inf_filter=False,
         ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
-        prediction_loss_only=True, dataloader_pin_memory=cuda, **precision_flags(s.precision))
+        prediction_loss_only=True, dataloader_pin_memory=cuda, **precision_flags(s.precision, n_params))
 
 
 def build_trainer(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_convs: list[dict],
@@ -190,7 +196,8 @@ def build_trainer(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], e
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    args = _sft_config(out, spec, eval_on_start=eval_on_start, world=world)
+    args = _sft_config(out, spec, eval_on_start=eval_on_start, world=world,
+                       n_params=sum(p.numel() for p in model.parameters()))
     stop = StopOnSignalCallback()
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.max_length * world, spec.untimed_steps)
     extra = [EarlyStoppingCallback(spec.early_stopping_patience)] if spec.early_stopping_patience else []
@@ -223,6 +230,29 @@ def _expose_head_bias(model) -> bool:
     except AttributeError:
         object.__setattr__(head, "bias", getattr(head.original_module, "bias", None))
         return True
+
+
+@contextlib.contextmanager
+def labelled_positions_only():
+    """Within the block, TRL's fused LM head scores only the positions that carry a label on a CPU too (module
+    docstring): ``trl.trainer.utils._use_triton`` (which picks TRL's compact path, and nothing else in that module)
+    answers True for a CPU device; the kernels keep their own check and run as torch ops. Restored on exit. A TRL
+    without that function is left as it is, with a warning."""
+    import trl.trainer.utils as tu
+
+    before = getattr(tu, "_use_triton", None)
+    if before is None:
+        import warnings
+
+        warnings.warn("trl.trainer.utils._use_triton not found (another TRL version): TRL's fused LM head scores "
+                      "every position on a CPU", stacklevel=2)
+        yield False
+        return
+    tu._use_triton = lambda device: device.type == "cpu" or before(device)
+    try:
+        yield True
+    finally:
+        tu._use_triton = before
 
 
 def loss_token_share(dataset) -> dict:
@@ -271,7 +301,8 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
         keep_freed_memory()
     t0 = time.perf_counter()
     try:
-        trainer.train(resume_from_checkpoint=str(ck) if ck else None)
+        with labelled_positions_only():
+            trainer.train(resume_from_checkpoint=str(ck) if ck else None)
     finally:
         parts["safety"].handle.remove()
     seconds = time.perf_counter() - t0
@@ -283,7 +314,8 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
     from ..model import count_parameters
 
     info = {**(info or {}), "parameters": count_parameters(trainer.model)}
-    metrics = trainer.evaluate() if eval_convs else {}
+    with labelled_positions_only():
+        metrics = trainer.evaluate() if eval_convs else {}
     thr = parts["throughput"].summary()
     steps = trainer.state.global_step
     tokens = int(trainer._total_train_tokens)  # TRL's count of non-padding training tokens
