@@ -1,0 +1,173 @@
+"""What azllm's training path costs on top of the training itself: :func:`azllm.train.run_training` (the HF Trainer
+with azllm's callbacks) side by side with a bare nanoGPT-style loop on the same model, batches and optimizer.
+
+``azllm bench overhead PARAMS [--rounds N] [--steps N] [--threads N]`` (:mod:`azllm.recipes.benchmark`) prints the
+medians and the ratio for the run's model, batch and token files. Decisions:
+
+- **The same work**: both paths build the same model from the same seed (:func:`azllm.assemble.assemble_model`), read windows of ``block_size`` tokens
+  of the run's token file (the bare loop through :class:`azllm.tokens.TokenWindowDataset` and a seeded
+  permutation, stacked by hand), run AdamW from :func:`azllm.lora.make_optimizer` with the same warm-up + cosine
+  schedule, clip the gradient norm and read the loss every ``logging_steps`` steps (``loss.item()``, as nanoGPT
+  logs). What the training path adds is the Trainer's loop, its data loader and collation, azllm's callbacks
+  (throughput, non-finite loss flag, SIGTERM, progress) and the experiment tracker.
+- **Tokens/s**: both paths time the interval from one optimizer step's end to the next (the training path through
+  :class:`azllm.callbacks.ThroughputCallback`, its own number), after ``untimed_steps``; no evaluation or
+  checkpoint falls inside the timed steps (the training path's final evaluation and save come after them).
+- **One allocator setting for both**: on CPU the training path keeps freed memory in the process
+  (:func:`azllm.train.keep_freed_memory`); each process applies it before either path runs, so the ratio is the cost
+  of the training path's loop, not of glibc's defaults (which cost the bare loop ~11% of its tokens/s here).
+- **Fresh processes, alternating**: each round is one fresh process (:func:`azllm.bench.process.run_fresh`) that
+  runs both paths, the bare loop first in even rounds and second in odd ones, so warm caches and a slow spell of a
+  shared machine do not favour one path. Medians over rounds and the ratio of the medians are reported, with the
+  per-round ratios.
+- **Threads**: ``threads`` torch threads in the child (1 by default: on a shared machine spinning OpenMP threads
+  spread single steps widely; see ``benchmark.threads``).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from ..utils import progress
+from .process import ok_or_raise, run_fresh
+
+__all__ = ["bare_loop", "trainer_path", "measure_overhead", "compare", "TRAIN_DEFAULTS"]
+
+# the training arguments of both paths unless the caller gives others (the tiny preset at the default batch):
+# fields of azllm.train.TrainSpec
+TRAIN_DEFAULTS = {"block_size": 128, "batch_size": 8, "max_steps": 60, "lr": 3e-3, "min_lr_ratio": 0.1,
+                  "warmup_steps": 10, "weight_decay": 0.1, "betas": [0.9, 0.95], "grad_clip": 1.0,
+                  "logging_steps": 10, "untimed_steps": 5, "seed": 1234}
+
+
+def _model(preset: str, model: dict, vocab_size: int, seed: int):
+    from ..assemble import ModelSpec, assemble_model
+
+    return assemble_model(ModelSpec(preset=preset, config=dict(model or {}), seed=seed), vocab_size=vocab_size)[0]
+
+
+def _spec(train: dict, report_to: tuple = ()):
+    """The :class:`azllm.train.TrainSpec` of both paths: no evaluation or checkpoint before the last step."""
+    from ..train import TrainSpec
+
+    t = {**TRAIN_DEFAULTS, **(train or {})}
+    n = int(t["max_steps"])
+    return TrainSpec(**{**t, "betas": tuple(t["betas"])}, grad_accum=1, optimizer="adamw", precision="fp32",
+                     eval_steps=n + 1, eval_max_tokens=int(t["block_size"]) * 4, eval_batch_size=4, save_steps=n + 1,
+                     save_total_limit=1, resume=False, report_to=tuple(report_to))
+
+
+def bare_loop(model, spec, *, train_file) -> dict:
+    """The nanoGPT-style loop of ``spec`` (:class:`azllm.train.TrainSpec`): ``{"tokens_per_s", "step_times",
+    "losses", "timed_steps"}`` (``losses``: the loss read at every logging step)."""
+    import torch
+    from transformers import get_scheduler
+
+    from ..lora import make_optimizer
+    from ..tokens import TokenWindowDataset
+
+    s = spec
+    ds = TokenWindowDataset(train_file, s.block_size)
+    g = torch.Generator().manual_seed(s.seed)
+    order = torch.cat([torch.randperm(len(ds), generator=g)
+                       for _ in range(-(-s.max_steps * s.batch_size // len(ds)))])
+    opt = make_optimizer(model, "adamw", lr=s.lr, weight_decay=s.weight_decay, betas=tuple(s.betas))
+    sched = get_scheduler("cosine_with_min_lr", opt, num_warmup_steps=s.warmup_steps, num_training_steps=s.max_steps,
+                          scheduler_specific_kwargs={"min_lr_rate": float(s.min_lr_ratio)})
+    model.train()
+    times, losses, last = [], [], time.perf_counter()
+    for step in range(s.max_steps):
+        x = torch.stack([ds[int(i)]["input_ids"] for i in order[step * s.batch_size:(step + 1) * s.batch_size]])
+        loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if (step + 1) % s.logging_steps == 0:
+            losses.append(loss.item())
+        now = time.perf_counter()
+        if step >= s.untimed_steps:
+            times.append(now - last)
+        last = now
+    return {"tokens_per_s": s.batch_size * s.block_size * len(times) / sum(times), "step_times": times,
+            "losses": losses, "timed_steps": len(times)}
+
+
+def trainer_path(model, spec, *, tokenizer, train_file, val_file, output_dir) -> dict:
+    """:func:`azllm.train.run_training` of the same ``spec``: ``{"tokens_per_s", "step_times", "losses",
+    "timed_steps"}`` as :func:`bare_loop`."""
+    from ..train import run_training
+
+    r = run_training(model, spec, tokenizer=tokenizer, train_file=train_file, eval_files={"val": val_file},
+                     output_dir=output_dir, key="overhead", progress=True)
+    cb = next(c for c in r["trainer"].callback_handler.callbacks if type(c).__name__ == "ThroughputCallback")
+    return {"tokens_per_s": r["throughput"]["tokens_per_s"], "step_times": cb.step_times,
+            "losses": [h["loss"] for h in r["curves"]["train"]], "timed_steps": r["throughput"]["timed_steps"]}
+
+
+def measure_overhead(job: dict) -> dict:
+    """Fresh-process entry: both paths in this process, in ``job["order"]``, under the allocator setting the
+    training path makes on CPU (:func:`azllm.train.keep_freed_memory`, applied first, so that both paths run
+    under it). ``job``: ``tokenizer`` (a folder), ``train_file``, ``val_file``, ``preset``, ``model`` (LlamaConfig
+    overrides), ``train`` (TrainSpec fields over :data:`TRAIN_DEFAULTS`), ``threads``, ``workdir``,
+    ``order`` (``["bare", "trainer"]`` or reversed), ``report_to``."""
+    import torch
+
+    from ..tokenizer import load_tokenizer
+    from ..train import keep_freed_memory
+
+    if job.get("threads"):
+        torch.set_num_threads(int(job["threads"]))
+    kept = keep_freed_memory() if not torch.cuda.is_available() else False
+    tok = load_tokenizer(job["tokenizer"])
+    spec = _spec(job.get("train", {}), tuple(job.get("report_to", ())))
+    out: dict = {"threads": torch.get_num_threads(), "freed_memory_kept": kept, "load_start": os.getloadavg()[0]}
+    for path in job["order"]:
+        model = _model(job["preset"], job.get("model", {}), tok.vocab_size, spec.seed)
+        if path == "bare":
+            r = bare_loop(model, spec, train_file=job["train_file"])
+        else:
+            with tempfile.TemporaryDirectory(dir=job.get("workdir")) as td:
+                r = trainer_path(model, spec, tokenizer=tok, train_file=job["train_file"], val_file=job["val_file"],
+                                 output_dir=Path(td) / "run")
+        out[path] = {k: v for k, v in r.items() if k != "step_times"}
+        out[path]["step_s"] = statistics.median(r["step_times"])
+    out["load_end"] = os.getloadavg()[0]
+    return out
+
+
+def compare(*, tokenizer: str | os.PathLike, train_file: str | os.PathLike, val_file: str | os.PathLike,
+            preset: str = "tiny", model: dict | None = None, train: dict | None = None, rounds: int = 3,
+            threads: int = 1, report_to: tuple = ("tensorboard",), timeout_s: float = 900,
+            show_progress: bool = True) -> dict:
+    """The bare loop and the training path side by side in ``rounds`` fresh processes (:func:`measure_overhead`), the order
+    flipped every round. Returns ``{"rows": [{"round", "order", "bare", "trainer", "ratio", "load"}], "bare",
+    "trainer" (median tokens/s), "ratio" (of the medians), "ratio_min", "ratio_max", "steps", "tokens_per_step",
+    "threads", "freed_memory_kept"}``."""
+    t = {**TRAIN_DEFAULTS, **(train or {})}
+    rows, bar = [], progress(total=rounds, desc="overhead", disable=not show_progress)
+    with tempfile.TemporaryDirectory(prefix="azllm-overhead-") as work:
+        for k in range(rounds):
+            order = ["bare", "trainer"] if k % 2 == 0 else ["trainer", "bare"]
+            job = {"tokenizer": str(tokenizer), "train_file": str(train_file), "val_file": str(val_file),
+                   "preset": preset, "model": dict(model or {}), "train": t, "threads": threads, "workdir": work,
+                   "order": order, "report_to": list(report_to)}
+            r = ok_or_raise(run_fresh("azllm.bench.overhead:measure_overhead", job, timeout_s=timeout_s), f"round {k + 1}")
+            rows.append({"round": k + 1, "order": " then ".join(order), "bare": r["bare"]["tokens_per_s"],
+                         "trainer": r["trainer"]["tokens_per_s"],
+                         "ratio": r["trainer"]["tokens_per_s"] / r["bare"]["tokens_per_s"],
+                         "bare step ms": 1000 * r["bare"]["step_s"], "trainer step ms": 1000 * r["trainer"]["step_s"],
+                         "load": round(r["load_end"], 2), "freed_memory_kept": r["freed_memory_kept"]})
+            bar.update(1)
+    bar.close()
+    bare, trainer = (statistics.median(r[p] for r in rows) for p in ("bare", "trainer"))
+    return {"rows": rows, "bare": bare, "trainer": trainer, "ratio": trainer / bare,
+            "ratio_min": min(r["ratio"] for r in rows), "ratio_max": max(r["ratio"] for r in rows),
+            "steps": t["max_steps"], "untimed_steps": t["untimed_steps"],
+            "tokens_per_step": t["batch_size"] * t["block_size"], "threads": threads, "preset": preset,
+            "model": dict(model or {}), "freed_memory_kept": rows[0]["freed_memory_kept"]}

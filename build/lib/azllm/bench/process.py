@@ -1,0 +1,89 @@
+"""The one way azllm starts a fresh measurement process, and its one result format.
+
+Peak memory is process-wide and allocator caches outlive the objects that filled them, so every measurement that
+reports memory or throughput runs in a new Python process: :func:`run_fresh` writes a JSON job to a temporary
+folder, starts ``python -m azllm.bench.process TARGET JOB RESULT``, and reads back one JSON result. The child
+imports ``TARGET`` (``"module:function"``), calls it with the job dict and writes what it returns.
+
+Result format (a dict; the parent never raises for a child's failure):
+
+- ``status``: ``ok`` (the function returned; it may set another status itself, e.g. ``unavailable`` or
+  ``oom``), ``error`` (it raised: ``reason`` and ``traceback``), ``killed`` (the process died by a signal
+  without a result, e.g. SIGKILL from the kernel's OOM killer: ``reason``), ``timeout`` (no result in
+  ``timeout_s``), or ``crashed`` (exited non-zero without a result: ``reason`` holds the tail of stderr);
+- ``returncode`` and ``wall_s`` of the process, added by the parent;
+- whatever else the function returned.
+
+>>> r = run_fresh("platform:python_version_tuple_dict", {}, timeout_s=60)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from ..utils import atomic_write_json
+
+__all__ = ["run_fresh", "ok_or_raise"]
+
+
+def run_fresh(target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None,
+              cwd: str | os.PathLike | None = None) -> dict:
+    """Run ``target(job)`` in a fresh Python process and return its result dict (see the module docstring).
+
+    ``env``: variables laid over this process's environment for the child.
+    """
+    with tempfile.TemporaryDirectory(prefix="azllm-fresh-") as td:
+        jp, rp = Path(td) / "job.json", Path(td) / "result.json"
+        jp.write_text(json.dumps(job))
+        t0 = time.time()
+        try:
+            proc = subprocess.run([sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
+                                  env={**os.environ, **(env or {})}, cwd=cwd, capture_output=True, text=True,
+                                  timeout=timeout_s)
+            rc, err = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = None, ""
+        wall = time.time() - t0
+        res = json.loads(rp.read_text()) if rp.is_file() else None
+    if res is None:
+        if rc is None:
+            res = {"status": "timeout", "reason": f"no result after {timeout_s:.0f} s"}
+        elif rc < 0 or rc == 137:
+            res = {"status": "killed", "reason": f"the process was killed by signal {-rc if rc < 0 else 9}"}
+        else:
+            tail = "\n".join(err.strip().splitlines()[-6:])
+            res = {"status": "crashed", "reason": f"exited with {rc}: {tail}"}
+    res.update(returncode=rc, wall_s=round(wall, 2))
+    return res
+
+
+def ok_or_raise(res: dict, what: str) -> dict:
+    """``res`` when its status is ``ok``, else a RuntimeError naming ``what`` and the reason."""
+    if res.get("status") != "ok":
+        raise RuntimeError(f"{what}: {res.get('status')}: {res.get('reason')}\n{res.get('traceback', '')}")
+    return res
+
+
+def _child(target: str, job_path: str, result_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    try:
+        module, func = target.split(":")
+        res = dict(getattr(importlib.import_module(module), func)(job))
+        res.setdefault("status", "ok")
+    except Exception as e:  # noqa: BLE001 - every failure becomes a result
+        res = {"status": "error", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-3000:]}
+    res.setdefault("pid", os.getpid())
+    atomic_write_json(result_path, res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(*sys.argv[1:4]))

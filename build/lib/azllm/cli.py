@@ -1,0 +1,340 @@
+"""The command line: ``azllm COMMAND`` (the console script) or ``python -m azllm COMMAND``.
+
+Commands:
+    run PARAMS [--show-code] [--only NB ...] [--reports DIR]   execute the notebooks of PARAMS into reports/
+    train PARAMS [--method M] [--max-steps N] [--lr X] [--base DIR] [--output-dir DIR]
+                                                                 one training run (also under torchrun/accelerate)
+    eval PARAMS --model PATH_OR_ID [--tokenizer DIR] [--out DIR] [--limit N]
+                                                                 score one model on evaluate.tasks -> results.json
+         [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
+    sft PARAMS                                                   instruction tuning (sft section): run, answers, export
+    launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
+                                                                 prints its cost first; --dry-run makes no AWS call
+    bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
+    bench methods PARAMS [--rounds N] [--steps N] [--methods ...] [--base DIR]
+                                                                 full vs LoRA vs QLoRA, fresh processes, medians
+    bench overhead PARAMS [--rounds N] [--steps N] [--threads N] the training path vs a bare loop
+    bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
+    bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
+    bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
+    lock-env                                                     write environment.yml from requirements.lock
+
+Each command is a thin call of a recipe (:mod:`azllm.recipes`) or of the report runner (:mod:`azllm.report`); a bad
+params file exits 2 with the key's dotted name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .utils import REPO_ROOT
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (tests run ``--help`` of each)."""
+    ap = argparse.ArgumentParser(prog="azllm", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="execute the notebooks of a params file into reports/<run_name>/")
+    r.add_argument("params")
+    r.add_argument("--show-code", action="store_true", default=None, help="show code cells in the HTML pages")
+    r.add_argument("--only", nargs="+", help="run only these notebooks (names without .ipynb)")
+    r.add_argument("--reports", default="reports", help="reports folder (default: reports)")
+    t = sub.add_parser("train", help="one training run of a params file; prints its results.json path")
+    t.add_argument("params")
+    t.add_argument("--method", choices=["full", "lora", "qlora"])
+    t.add_argument("--max-steps", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--base")
+    t.add_argument("--output-dir")
+    ev = sub.add_parser("eval", help="score one model (folder, checkpoint or hub id) on the params' evaluate.tasks")
+    ev.add_argument("params")
+    ev.add_argument("--model", required=True, help="an exported folder, a run's final/ or checkpoint-N/, or a hub id")
+    ev.add_argument("--tokenizer", help="the tokenizer folder (default: the model's own, or the one its run recorded)")
+    ev.add_argument("--out", help="folder of results.json (default: artifacts/<run>/eval/<model name>/)")
+    ev.add_argument("--limit", type=int, help="score only the first N items of every task (a quick check)")
+    ev.add_argument("--lm-eval-command", action="store_true",
+                    help="print lm-eval's own command for these tasks (checked by its parser) and exit")
+    ev.add_argument("--gpus", type=int, default=1, help="with --lm-eval-command: data-parallel GPUs")
+    ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
+    sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
+    sf.add_argument("params")
+    la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
+    la.add_argument("params")
+    la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
+    _bench_parsers(sub.add_parser("bench", help="measurements: encoder, methods, overhead, gpu, eval"))
+    sub.add_parser("lock-env", help="write environment.yml from requirements.lock")
+    return ap
+
+
+def _bench_parsers(b) -> None:
+    bs = b.add_subparsers(dest="bench", required=True)
+    e = bs.add_parser("encoder", help="the token-file encoder against naive writers (notebook 02's benchmark)")
+    e.add_argument("params")
+    e.add_argument("--quick", action="store_true", help="small slice of the corpus, one round")
+    e.add_argument("--out", help="JSON output path (default: artifacts/<run>/tokens_benchmark.json)")
+    m = bs.add_parser("methods", help="full vs LoRA vs QLoRA, each in fresh processes, several rounds")
+    m.add_argument("params")
+    m.add_argument("--rounds", type=int, default=3)
+    m.add_argument("--steps", type=int, default=25)
+    m.add_argument("--methods", nargs="+", default=["full", "lora", "qlora"], choices=["full", "lora", "qlora"])
+    m.add_argument("--base", help="start every method from this model folder (default: random init)")
+    o = bs.add_parser("overhead", help="azllm's training path against a bare nanoGPT-style loop")
+    o.add_argument("params")
+    o.add_argument("--rounds", type=int, default=4)
+    o.add_argument("--steps", type=int, default=60)
+    o.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    ev = bs.add_parser("eval", help="items/s of one multiple-choice task, batched vs one request at a time")
+    ev.add_argument("params")
+    ev.add_argument("--model", required=True, help="a model folder (an export, a run's final/)")
+    ev.add_argument("--task", help="a local multiple-choice task (default: the first of evaluate.tasks)")
+    ev.add_argument("--rounds", type=int, default=3)
+    ev.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
+    sb = bs.add_parser("sft", help="azllm's SFT path against a bare TRL SFTTrainer, fresh processes, medians")
+    sb.add_argument("params")
+    sb.add_argument("--rounds", type=int, default=3)
+    sb.add_argument("--steps", type=int, default=40)
+    sb.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
+    g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
+    g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
+    g.add_argument("--dry-run", action="store_true", help="the same path on CPU with a tiny shape")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.cmd == "lock-env":
+        from .utils import write_environment_yml
+
+        write_environment_yml(REPO_ROOT)
+        return 0
+    from .config import ParamsError
+    from .evaluation import EvalError
+
+    commands = {"run": _report, "train": _train, "eval": _eval, "sft": _sft, "launch": _launch, "bench": _bench}
+    try:
+        return commands[args.cmd](args)
+    except ParamsError as e:
+        print(f"azllm: bad params: {e}", file=sys.stderr)
+        return 2
+    except (*EvalError, KeyError) as e:
+        if args.cmd != "eval":
+            raise
+        print(f"azllm eval: {e}", file=sys.stderr)
+        return 2
+
+
+def _report(args) -> int:
+    from .report import run_report
+
+    _, ok = run_report(args.params, reports_dir=args.reports, notebooks=args.only, show_code=args.show_code)
+    return 0 if ok else 1
+
+
+def _eval(args) -> int:
+    """``eval``: :func:`azllm.recipes.evaluate.evaluate_model`; prints a table of the scores and the results path."""
+    from .recipes import load
+    from .recipes.evaluate import evaluate_model
+    from .tables import eval_lines
+
+    if args.lm_eval_command:
+        from .evaluation.commands import as_shell, check_lm_eval_argv, lm_eval_argv
+        from .recipes.paths import Paths
+
+        cfg = load(args.params)
+        argv = lm_eval_argv(args.model, list(cfg.evaluate.tasks), gpus=args.gpus, backend=args.backend,
+                            data_root=str(Paths(cfg).data_root) if Paths(cfg).data_root else None, seed=cfg.seed)
+        check_lm_eval_argv(argv)
+        print(as_shell(argv))
+        return 0
+    over = None
+    if args.limit:
+        over = {"evaluate": {"limit": args.limit, "local": {
+            k: {**v.model_dump(), "first": args.limit} for k, v in load(args.params).evaluate.local.items()}}}
+    res, path = evaluate_model(load(args.params, overrides=over), args.model, tokenizer=args.tokenizer, out=args.out)
+    print("\n".join(eval_lines(res)))
+    print(path)
+    return 0
+
+
+def _launch(args) -> int:
+    """``launch``: :func:`azllm.recipes.launch.launch` (the job is started, not waited for)."""
+    from .recipes.launch import launch
+
+    try:
+        launch(args.params, dry_run=args.dry_run)
+    except ImportError as e:
+        print(f"azllm: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _sft(args) -> int:
+    """``sft``: :func:`azllm.recipes.sft.sft_command` (inside SageMaker too); prints the run's results.json path."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    from .recipes import load
+    from .recipes.sft import sft_command
+
+    r = sft_command(load(args.params), show=lambda s: print(s, file=sys.stderr))
+    if r.get("interrupted"):
+        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+              file=sys.stderr)
+        return 0
+    print(Path(r["output_dir"]) / "results.json")
+    return 0
+
+
+def _train(args) -> int:
+    """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank. Inside a
+    SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available():  # stdout carries the results path alone (DeepSpeed would print its guess)
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    from . import sagemaker
+    from .recipes import load
+    from .recipes.tokens import prepare_data
+    from .recipes.train import job_config, train_model
+
+    cfg = load(args.params)
+    sm = sagemaker.job_paths()
+    if sm is not None:
+        cfg = job_config(cfg, sm)
+    data = prepare_data(cfg, progress=False)
+    out = args.output_dir or (sm["checkpoints"] if sm else None)
+    r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr,
+                    output_dir=out)
+    if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
+        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+              file=sys.stderr)
+        return 0
+    if sm is not None and os.environ.get("RANK", "0") == "0":
+        print(f"azllm: model in {sagemaker.publish(r, data['tokenizer'].path, sm)}", file=sys.stderr)
+    print(Path(r["output_dir"]) / "results.json")
+    return 0
+
+
+def _bench(args) -> int:
+    return {"encoder": _bench_encoder, "methods": _bench_methods, "overhead": _bench_overhead,
+            "gpu": _bench_gpu, "eval": _bench_eval, "sft": _bench_sft}[args.bench](args)
+
+
+def _bench_eval(args) -> int:
+    from .recipes import load
+    from .recipes.evaluate import scoring_benchmark
+
+    res = scoring_benchmark(load(args.params), args.model, task=args.task, rounds=args.rounds,
+                            batch_sizes=tuple(args.batch_sizes))
+    for r in res["rows"]:
+        print(f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
+              f"{r['items_per_s']:.1f} items/s")
+    med = "  ".join(f"batch {bs}: {v:.1f} items/s" for bs, v in res["medians"].items())
+    print(f"{res['task']}, median of {res['rounds']} fresh processes: {med}; ratio {res['ratio']:.2f}")
+    return 0
+
+
+def _bench_sft(args) -> int:
+    from .recipes import load
+    from .recipes.sft import sft_benchmark
+
+    res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    for r in res["rows"]:
+        print(f"round {r['round']} ({r['order']}): bare SFTTrainer {r['bare']:8.0f} tokens/s, azllm {r['recipe']:8.0f} "
+              f"tokens/s, ratio {r['ratio']:.3f}")
+    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, azllm {res['recipe']:.0f} tokens/s, "
+          f"ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f}); same losses: "
+          f"{res['same_losses']}")
+    print(f"written: {res['path']}")
+    return 0
+
+
+def _bench_encoder(args) -> int:
+    from .recipes import load
+    from .recipes.paths import Paths
+    from .recipes.tokenizers import main_tokenizer
+    from .recipes.tokens import encoder_benchmark
+    from .tables import format_encoder_benchmark
+
+    cfg = load(args.params, overrides={"tokens": {"benchmark": {"quick": True}}} if args.quick else None)
+    out = Path(args.out) if args.out else Paths(cfg).artifacts / "tokens_benchmark.json"
+    print(format_encoder_benchmark(encoder_benchmark(cfg, main_tokenizer(cfg), out_json=out)))
+    print(f"\nwrote {out}")
+    return 0
+
+
+def _bench_methods(args) -> int:
+    from .recipes import load
+    from .recipes.benchmark import methods_benchmark
+
+    res = methods_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, methods=tuple(args.methods),
+                            base=args.base, show=lambda s: print(s, flush=True))
+    for row in res["rows"]:
+        print("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+    print(f"written: {res['path']}")
+    return 0
+
+
+def _bench_overhead(args) -> int:
+    from .recipes import load
+    from .recipes.benchmark import overhead_benchmark
+
+    res = overhead_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    for r in res["rows"]:
+        print(f"round {r['round']} ({r['order']}): bare {r['bare']:8.0f} tokens/s, training path "
+              f"{r['trainer']:8.0f} tokens/s, ratio {r['ratio']:.3f} (load {r['load']})")
+    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
+          f"tokens/s, ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f})")
+    print(f"written: {res['path']}")
+    return 0
+
+
+def _bench_gpu(args) -> int:
+    """``bench gpu``: notebook 04 with ``params/gpu.yaml`` (Llama-3.2-1B shape, seq 2048, bf16; < 8 min on one GPU)
+    through the report runner into ``reports/gpu/``, then the measured table; ``--dry-run`` runs the same path on
+    CPU with a tiny shape (the tests run it)."""
+    import json
+    import time
+
+    import yaml
+
+    from .config import load_params
+    from .recipes.benchmark import gpu_params
+    from .report import run_report
+    from .tables import gpu_job_cost_lines, gpu_markdown_table
+
+    raw = gpu_params(yaml.safe_load(Path(args.params).read_text(encoding="utf-8")) or {}, dry_run=args.dry_run)
+    if not args.dry_run:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("azllm bench gpu: no CUDA device here. Run it on a machine with one GPU, or use --dry-run to check "
+                  "the same path on CPU with a tiny shape.", file=sys.stderr)
+            return 2
+    reports = Path(args.reports)
+    params_path = reports / str(raw.get("run_name", "gpu")) / "bench_gpu.params.yaml"  # in the git-ignored run dir
+    params_path.parent.mkdir(parents=True, exist_ok=True)
+    params_path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    load_params(params_path)
+    t0 = time.time()
+    run_dir, ok = run_report(params_path, reports_dir=reports, notebooks=["04_benchmark"])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    if ok:
+        print(gpu_markdown_table(metrics))
+        print(gpu_job_cost_lines(metrics))
+    print(f"azllm bench gpu: {'done' if ok else 'FAILED'} in {(time.time() - t0) / 60:.1f} min; report: "
+          f"{run_dir / 'index.html'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

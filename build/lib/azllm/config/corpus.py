@@ -1,0 +1,94 @@
+"""The params section of the corpus stage (notebook 00_corpus). See :mod:`azllm.config` and
+:mod:`azllm.corpus`."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .data import _Section
+
+
+class QualityConfig(_Section):
+    """Thresholds of :func:`azllm.corpus.quality.quality_problem` (None switches a rule off). Sized for
+    documents that can be one line (a headline, a comment)."""
+
+    min_words: int | None = 3
+    """Fewer words: ``too_short``."""
+    max_words: int | None = 100_000
+    """More words: ``too_long``."""
+    min_mean_word_length: float | None = 2.0
+    """Mean word length below: ``word_length``."""
+    max_mean_word_length: float | None = 18.0
+    """Mean word length above: ``word_length`` (Azerbaijani words are long; Gopher's 10 would drop law)."""
+    max_symbol_ratio: float | None = 0.1
+    """``#`` and ellipses per word above: ``symbols`` (Gopher)."""
+    max_digit_ratio: float | None = 0.25
+    """Digits per character above: ``digits``."""
+    max_non_alpha_ratio: float | None = 0.5
+    """Share of words without a letter above: ``non_alpha_words``."""
+    max_punctuation_line_ratio: float | None = 0.3
+    """Share of lines without a letter above: ``punctuation_lines`` (C4/FineWeb)."""
+    max_duplicate_line_ratio: float | None = 0.3
+    """Share of repeated lines inside a document above: ``duplicate_lines`` (Gopher)."""
+    max_repeated_5gram_ratio: float | None = 0.3
+    """Share of characters in repeated word 5-grams above: ``repeated_ngrams`` (Gopher)."""
+    max_char_run: int | None = 6
+    """A character this many times in a row: ``repeated_chars``."""
+
+
+class MinhashSettings(_Section):
+    """datatrove's MinHash LSH: documents whose word 5-gram sets have Jaccard similarity above about
+    ``(1/num_buckets) ** (1/hashes_per_bucket)`` (0.72 with the defaults) are near duplicates."""
+
+    n_grams: int = 5
+    """Words per shingle."""
+    num_buckets: int = 14
+    """LSH bands."""
+    hashes_per_bucket: int = 8
+    """Hashes per band."""
+
+
+class MixConfig(_Section):
+    """How much of each source the tokenizer and the model see (:mod:`azllm.corpus.mix`)."""
+
+    temperature: float = 1.0
+    """Share of a source ∝ bytes ** temperature (1: as found, 0: all equal)."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Extra weight per source (a file's stem, or a hub id); 0 drops the source."""
+    sentence_dedup: bool = True
+    """Drop sentences whose word 3-grams mostly occurred earlier in the same source (BPE-32k FLORES -0.011)."""
+    caps: dict[str, int] = Field(default_factory=dict)
+    """A source contributes its first this-many bytes, in input order (after weights and temperature)."""
+    max_repeat: float = 4.0
+    """A document is repeated at most this many times."""
+    total_bytes: int | None = None
+    """Bytes of the mix before caps; None: the bytes of the sources whose weight is not 0."""
+
+
+class CorpusConfig(_Section):
+    """The corpus stage: ``data.train`` cleaned, deduplicated, decontaminated and mixed (notebook 00_corpus).
+    Tokenizers and token files are then made from the mix."""
+
+    enabled: bool = True
+    """False: tokenizers and token files read ``data.train`` as found (``tokenizer.max_bytes_per_file`` caps
+    each file for tokenizers)."""
+    languages: list[str] = Field(default_factory=lambda: ["az"])
+    """Languages kept, from azllm.corpus.language.LABELS (az, az-Cyrl, az-Arab, tr, uz, kk, tk, tt, ky, ba, ru, uk,
+    fa, ar, en, other, unknown)."""
+    quality: QualityConfig = Field(default_factory=QualityConfig)
+    """The quality rules."""
+    decontamination_n: int = 13
+    """A training document sharing a word n-gram of this length with a line of ``data.eval`` is dropped."""
+    decontamination_min_words: int = 8
+    """An eval line shorter than ``decontamination_n`` words is matched whole if it has this many words."""
+    minhash: MinhashSettings = Field(default_factory=MinhashSettings)
+    """Near-duplicate detection."""
+    mix: MixConfig = Field(default_factory=MixConfig)
+    """The mix."""
+    count_with: str | None = "llama3"
+    """A baseline tokenizer (a name in ``baselines``) counting tokens before and after cleaning; None: words and
+    bytes only."""
+    tasks: int | None = None
+    """Shards the stage splits the input into; None: one per CPU core."""
+    workers: int | None = None
+    """Processes; None: one per CPU core."""

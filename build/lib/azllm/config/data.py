@@ -1,0 +1,209 @@
+"""The params sections of the data side: sources, tokenizers, baselines, report, token files. See
+:mod:`azllm.config`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Dtype = Literal["fp32", "bf16", "fp16"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True,
+                              validate_default=False)
+
+
+# ------------------------------------------------------------------------------------------------------ data
+
+class SourceConfig(_Section):
+    """One data source: a local path (used when it matches files), else a hub dataset streamed."""
+
+    path: str | None = None
+    """Glob of local files, relative to the data root unless absolute (.txt: one document per line;
+    .jsonl/.parquet: the ``text_field`` of each record)."""
+    hub: str | None = None
+    """Hugging Face Hub dataset id (or a local dataset folder), streamed when ``path`` matches nothing."""
+    config: str | None = None
+    """Hub dataset config name, e.g. ``20231101.az``."""
+    split: str = "train"
+    """Hub dataset split."""
+    text_field: str = "text"
+    """Field or column holding the text (.jsonl, .parquet, hub)."""
+    max_bytes: int | None = None
+    """Stop after this many UTF-8 bytes of text (whole source)."""
+    max_bytes_per_file: int | None = None
+    """Local files only: cap each file at this many bytes (rebalances genres)."""
+    max_lines: int | None = None
+    """Stop after this many documents."""
+
+
+def _src(**kw: Any) -> Any:
+    return Field(default_factory=lambda: SourceConfig(**kw))
+
+
+class ParallelPair(_Section):
+    """Two line-parallel sides of one set: Azerbaijani and English."""
+
+    az: SourceConfig = Field(default_factory=SourceConfig)
+    """The Azerbaijani side."""
+    en: SourceConfig = Field(default_factory=SourceConfig)
+    """The English side, line by line the translation of ``az``."""
+
+
+_FLORES_AZ = dict(path="data/az/dev/flores200.dev.azj_Latn.txt", hub="openlanguagedata/flores_plus",
+                  config="azj_Latn", split="dev")
+_FLORES_EN = dict(path="data/az/dev/flores200.dev.eng_Latn.txt", hub="openlanguagedata/flores_plus",
+                  config="eng_Latn", split="dev")
+
+
+class DataConfig(_Section):
+    """Where the text comes from."""
+
+    root: str | None = None
+    """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (the Makefile sets it to ../shared)."""
+    train: SourceConfig = _src(path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az",
+                               max_bytes=50_000_000)
+    """The training corpus (tokenizers, token files, models)."""
+    eval: dict[str, SourceConfig] = Field(default_factory=lambda: {
+        "flores": SourceConfig(**_FLORES_AZ), "xwmt": SourceConfig(path="data/az/dev/xwmt.test.az.txt")})
+    """Held-out sets by name: tokenizer metrics and the models' dev evaluations. The first one ranks tokenizers."""
+    parallel: dict[str, ParallelPair] = Field(default_factory=lambda: {
+        "flores": ParallelPair(az=SourceConfig(**_FLORES_AZ), en=SourceConfig(**_FLORES_EN))})
+    """Line-parallel az/en sets by name, for the token parity az/en."""
+    lexicon: str | None = "data/az/lexicon"
+    """Folder (under the data root) with ``unimorph_aze.tsv`` and ``mozillaz_hunspell_az.dic``/``.aff``: the
+    independent check of azllm.morph's suffix boundaries in notebook 01. None: no check."""
+
+
+# ------------------------------------------------------------------------------------------------ tokenizer
+
+class SweepConfig(_Section):
+    """The tokenizer study: every combination below is trained and measured."""
+
+    vocab_sizes: list[int] = Field(default_factory=lambda: [8000, 16000, 32000, 64000])
+    """Vocabulary sizes of the sweep."""
+    model_types: list[Literal["unigram", "bpe"]] = Field(default_factory=lambda: ["unigram", "bpe"])
+    """SentencePiece model types of the sweep."""
+    affix_presplit: list[bool] = Field(default_factory=lambda: [False, True])
+    """With and/or without the affix-aware pre-split (azllm.morph)."""
+    select_vocab_size: int | None = 32000
+    """The report's "best" tokenizer is chosen at this vocabulary size (None: ``tokenizer.vocab_size``)."""
+
+
+class TokenizerConfig(_Section):
+    """The run's main tokenizer (token files, model), and the study around it."""
+
+    model_type: Literal["unigram", "bpe"] = "bpe"
+    """SentencePiece model type."""
+    vocab_size: int = 8000
+    """Pieces, specials and byte pieces included. 8k fits the tiny CPU model; use 32000 for 125m/1b."""
+    character_coverage: float = 0.9999
+    """Share of characters covered by pieces; the rest go through byte fallback."""
+    byte_fallback: bool = True
+    """Unknown characters become UTF-8 byte pieces, so nothing is lost to <unk>."""
+    split_digits: bool = False
+    """One digit per piece."""
+    max_piece_length: int = 16
+    """Longest piece in characters."""
+    affix_presplit: bool = False
+    """No piece crosses a suffix boundary predicted by azllm.morph (training-time only)."""
+    split_by_whitespace: bool = True
+    """False allows multi-word pieces ("superwords": fewer tokens, but a token is no longer part of one word)."""
+    split_by_unicode_script: bool = False
+    """True (SentencePiece's default) keeps letters, digits and punctuation in separate pieces. False lets pieces
+    such as ``ləri,`` or ``▁bilər.`` form: BPE-32k FLORES fertility 1.536 -> 1.441 on the cleaned mix, lossless;
+    the cost: about 15% of the vocabulary are word+punctuation pieces, so a word can split differently before a
+    comma."""
+    input_sentence_size: int = 0
+    """Sentences SentencePiece samples for training (0: all)."""
+    num_threads: int = 2
+    """SentencePiece training threads."""
+    max_bytes_per_file: int | None = 4_000_000
+    """Cap each training file at this many bytes when training tokenizers (the legal codes are 60% of the
+    corpus; the cap rebalances genres: BPE-32k FLORES fertility 1.578 -> 1.553). None: all."""
+    sweep: SweepConfig = Field(default_factory=SweepConfig)
+    """The vocabulary-size / model-type / pre-split study of the tokenizer report."""
+
+
+class BaselineConfig(_Section):
+    """A baseline tokenizer: a local file or folder, else a hub id; or a tiktoken encoding."""
+
+    path: str | None = None
+    """Folder or file relative to the data root; for ``tiktoken``, tiktoken's cache folder."""
+    hub: str | None = None
+    """Hub id used when ``path`` does not exist."""
+    tiktoken: str | None = None
+    """A tiktoken encoding name, e.g. ``o200k_base``."""
+
+
+def _baselines() -> dict[str, BaselineConfig]:
+    b = BaselineConfig
+    return {"gpt2": b(path="tokenizers/gpt2", hub="openai-community/gpt2"),
+            "llama2": b(path="tokenizers/llama2/tokenizer.model", hub="meta-llama/Llama-2-7b-hf"),
+            "mistral": b(path="tokenizers/mistral-7b-v0.1/tokenizer.model", hub="mistralai/Mistral-7B-v0.1"),
+            "llama3": b(path="tokenizers/llama3.1", hub="meta-llama/Llama-3.2-1B"),
+            "qwen3": b(path="tokenizers/qwen3", hub="Qwen/Qwen3-0.6B"),
+            "gemma": b(path="tokenizers/gemma", hub="google/gemma-2-2b"),
+            "xlm-r": b(path="tokenizers/xlm-roberta/tokenizer.json", hub="FacebookAI/xlm-roberta-base"),
+            "cl100k": b(tiktoken="cl100k_base", path="tokenizers/tiktoken_cache"),
+            "o200k": b(tiktoken="o200k_base", path="tokenizers/tiktoken_cache"),
+            "aztc-32k": b(path="tokenizers/az-localdoc-aztc", hub="LocalDoc/az-tokenizer")}
+
+
+class ReportConfig(_Section):
+    """What the HTML pages show."""
+
+    show_code: bool = False
+    """Show code cells in the HTML pages."""
+    long_words: list[str] = Field(default_factory=lambda: [
+        "evlərimizdən", "Azərbaycanlılaşdıra bilmədiklərimizdənsinizmi", "universitetlərimizdə",
+        "müəllimlərimizin", "qanunvericiliyində", "gözləmədiyimiz"])
+    """Words whose segmentation by every tokenizer is shown."""
+    kernel_start_timeout: int = Field(default=300, ge=1)
+    """Seconds a notebook's kernel may take to start (papermill's ``start_timeout``, 60 by default, was too short
+    on a loaded machine: "Kernel didn't respond in 60 seconds")."""
+    kernel_start_tries: int = Field(default=3, ge=1)
+    """Kernel starts tried per notebook before it counts as failed (only a kernel that did not start is tried
+    again; a failed cell is never re-run)."""
+
+
+# --------------------------------------------------------------------------------------------------- tokens
+
+class EncoderBenchConfig(_Section):
+    """The token-file encoder benchmark (notebook 02, azllm.bench.encoder)."""
+
+    quick: bool = False
+    """Small slice (50 KB per file unless ``max_bytes_per_file``), one round: for tests and the tiny report."""
+    max_bytes_per_file: int | None = None
+    """Cap each corpus file (None: data.train as it is)."""
+    scale: int = 10
+    """The large corpus is the corpus repeated ``scale`` times, streamed."""
+    rounds: int = 3
+    """Fresh processes per variant, round-robin; the table shows medians."""
+    batch_size: int = 8
+    """Batch of the get_batch timing and of the training step it is compared with."""
+    block_size: int = 256
+    """Window length of the get_batch timing."""
+
+
+class TokensConfig(_Section):
+    """The token files (notebook 02)."""
+
+    tokenizer: str | None = None
+    """None: the run's main tokenizer; or any spec of azllm.tokenizer.load_tokenizer."""
+    dir: str | None = None
+    """Where train.bin/val.bin go (None: artifacts/<run_name>/tokens)."""
+    val_fraction: float = 0.01
+    """Share of documents (by a keyed hash of their text) in val.bin."""
+    split_seed: int = 0
+    """Key of that hash: keep it fixed to compare runs on the same split."""
+    num_workers: int | None = None
+    """Encoding threads (None: all cores)."""
+    chunk_docs: int = 1024
+    """Documents per chunk (memory stays flat at ~2 x num_workers chunks)."""
+    benchmark: EncoderBenchConfig = Field(default_factory=EncoderBenchConfig)
+    """The encoder benchmark."""
+
+

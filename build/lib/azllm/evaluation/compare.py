@@ -1,0 +1,48 @@
+"""Before/after: is a change in a score a gain, a loss, or within the noise?
+
+A difference is called a **gain** or a **loss** only when it exceeds ``z`` (1.96: a two-sided 95% test) standard
+errors of the difference; otherwise it is **within noise**. The standard error:
+
+- **paired** when both scores come with per-item results on the same items (the usual case: one model before and
+  after training, the same test split): the sample standard error of the per-item differences. Pairing removes the
+  items' own difficulty from the noise, so it is the tighter and the right test here;
+- **unpaired** otherwise: ``sqrt(se_before**2 + se_after**2)``.
+
+>>> d = difference({"value": 0.30, "stderr": 0.02}, {"value": 0.40, "stderr": 0.02})
+>>> round(d["delta"], 2), round(d["se"], 4), d["verdict"], d["paired"]
+(0.1, 0.0283, 'gain', False)
+>>> difference({"value": 0.5, "items": [1, 0, 1, 0]}, {"value": 0.5, "items": [0, 1, 0, 1]})["verdict"]
+'within noise'
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["difference", "Z"]
+
+Z = 1.96
+"""Standard errors a difference must exceed to be called a gain or a loss."""
+
+
+def difference(before: dict, after: dict, *, z: float = Z, higher_is_better: bool = True) -> dict:
+    """``{"delta", "se", "z", "paired", "verdict"}`` of two scores ``{"value", "stderr"?, "items"?}``."""
+    a, b = before.get("items"), after.get("items")
+    paired = bool(a) and bool(b) and len(a) == len(b) and len(a) > 1
+    if paired:
+        d = [y - x for x, y in zip(a, b)]
+        n = len(d)
+        mean = sum(d) / n
+        se = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1) / n)
+        delta = after["value"] - before["value"] if before.get("value") is not None else mean
+    else:
+        delta = after["value"] - before["value"]
+        se = math.sqrt((before.get("stderr") or 0.0) ** 2 + (after.get("stderr") or 0.0) ** 2)
+    signed = delta if higher_is_better else -delta
+    if se > 0:
+        verdict = "gain" if signed > z * se else "loss" if signed < -z * se else "within noise"
+    else:
+        # every paired difference equal: a real change; no error estimate at all: no verdict
+        verdict = ("within noise" if delta == 0 else ("gain" if signed > 0 else "loss") if paired
+                   else "no error estimate")
+    return {"delta": delta, "se": se, "z": delta / se if se > 0 else None, "paired": paired, "verdict": verdict}

@@ -1,0 +1,231 @@
+"""Matplotlib figures of the reports. Each function takes plain rows (dicts), a results dict or a table of
+:mod:`azllm.tables` and returns a Figure."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["corpus_removed", "adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
+           "variant_bars", "predicted_vs_measured", "gain_vs_loss"]
+
+
+def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility", trained: set[str] | None = None):
+    """Lines of ``metric`` against vocabulary size, one line per (model type, affix pre-split)."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        if r["eval_set"] != eval_set or (trained is not None and r["tokenizer"] not in trained):
+            continue
+        parts = r["tokenizer"].split("-")
+        key = parts[0] + (" + affix pre-split" if r["tokenizer"].endswith("-affix") else "")
+        series.setdefault(key, []).append((r["vocab_size"], r[metric]))
+    for key, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key,
+                linestyle="--" if "affix" in key else "-")
+    ax.set_xscale("log", base=2)
+    xs = sorted({p[0] for pts in series.values() for p in pts})
+    ax.set_xticks(xs, [f"{x // 1000}k" if x >= 1000 else str(x) for x in xs])
+    ax.set_xlabel("vocabulary size")
+    ax.set_ylabel(metric.replace("_", " "))
+    ax.set_title(f"{metric.replace('_', ' ')} on {eval_set} (lower is better)" if metric == "fertility"
+                 else f"{metric.replace('_', ' ')} on {eval_set}")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def best_vs_baselines(rows: list[dict], eval_set: str, names: list[str], highlight: str | None = None,
+                      metric: str = "fertility", target: float | None = None):
+    """Horizontal bars of ``metric`` for the named tokenizers, sorted, ``highlight`` in another colour."""
+    vals = {r["tokenizer"]: r[metric] for r in rows if r["eval_set"] == eval_set and r["tokenizer"] in names}
+    order = sorted(vals, key=vals.get)
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(order) + 1.2))
+    colors = ["tab:orange" if n == highlight else "tab:blue" for n in order]
+    ax.barh(order, [vals[n] for n in order], color=colors)
+    for i, n in enumerate(order):
+        ax.text(vals[n], i, f" {vals[n]:.2f}", va="center")
+    if target is not None:
+        ax.axvline(target, color="tab:red", linestyle="--", label=f"target {target}")
+        ax.legend(loc="lower right")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{metric.replace('_', ' ')} on {eval_set}")
+    ax.set_title(f"Tokens per word on {eval_set}: trained vs baselines" if metric == "fertility" else metric)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(curves: dict, train_bytes_per_token: float):
+    """Loss and bits per byte against steps: the logged training loss and every evaluated set.
+
+    The training bpb is approximate (``loss / ln 2 / train_bytes_per_token``); the evaluations' bpb is exact.
+    """
+    import math
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    tr = curves["train"]
+    steps = [p["step"] for p in tr]
+    axes[0].plot(steps, [p["loss"] for p in tr], label="train", alpha=0.8)
+    axes[1].plot(steps, [p["loss"] / math.log(2) / train_bytes_per_token for p in tr], label="train (approx.)",
+                 alpha=0.8)
+    for name, pts in curves["eval"].items():
+        axes[0].plot([p["step"] for p in pts], [p["loss"] for p in pts], marker="o", label=name)
+        axes[1].plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", label=name)
+    axes[0].set(xlabel="step", ylabel="loss (nats / token)", title="loss")
+    axes[1].set(xlabel="step", ylabel="bits per byte", title="bits per byte")
+    for a in axes:
+        a.legend()
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def method_bars(rows: list[dict], metrics: tuple[str, ...] = ("tokens_per_s", "peak_rss_mb")):
+    """One bar chart per metric, one bar per method (rows of :func:`azllm.train.compare_rows`)."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.2))
+    for ax, m in zip(axes, metrics):
+        ax.bar([r["method"] for r in rows], [r[m] for r in rows])
+        ax.set_title(m.replace("_", " "))
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def encoder_throughput(res: dict):
+    """Bar charts of throughput and peak RSS of (a), (b), (c) at 1x and Nx; returns the matplotlib figure."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    scales = [1, res["scale"]]
+    width = 0.38
+    for j, (metric, label) in enumerate([("tokens_per_s", "tokens/s (millions)"), ("peak_rss_mb", "peak RSS (MB)")]):
+        ax = axes[j]
+        for i, s in enumerate(scales):
+            vals = [res["variants"][f"{v}@{s}"][metric] / (1e6 if j == 0 else 1) for v in "abc"]
+            ax.bar(np.arange(3) + (i - 0.5) * width, vals, width, label=f"{s}x corpus")
+        if j == 0:
+            ax.axhline(res["variants"]["limit@1"]["tokens_per_s"] / 1e6, color="k", ls="--", lw=1,
+                       label="limit (batch encode, all cores)")
+        ax.set_xticks(range(3), ["(a) naive list", "(b) per-doc tofile", "(c) encode_corpus"])
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    fig.suptitle("Encoding the corpus: throughput and memory (medians of fresh processes)")
+    fig.tight_layout()
+    return fig
+
+
+def variant_bars(df):
+    """Bar charts of median tokens/s and peak memory with min–max whiskers; unavailable/OOM variants are shown as
+    empty slots labelled with their status."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(df) + 1.5))
+    y = np.arange(len(df))
+    for ax, col, title in ((axes[0], "tokens/s", "tokens/s (median, min–max)"),
+                           (axes[1], "peak MB", "peak memory above baseline, MiB (median, min–max)")):
+        med = df[col].astype(float).to_numpy()
+        lo = med - df[f"{col} min"].astype(float).to_numpy()
+        hi = df[f"{col} max"].astype(float).to_numpy() - med
+        ax.barh(y, np.nan_to_num(med), xerr=[np.nan_to_num(lo), np.nan_to_num(hi)], capsize=3,
+                color=["C0" if s == "ok" else "lightgrey" for s in df.status])
+        for yi, (s, m) in enumerate(zip(df.status, med)):
+            if s != "ok":
+                ax.text(0, yi, f"  {s.replace('unavailable', 'not available on this device')}", va="center",
+                        fontsize=8, color="dimgrey")
+        ax.set_yticks(y, df.variant)
+        ax.invert_yaxis()
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def predicted_vs_measured(pred):
+    """Measured vs predicted peak memory (MiB) with the ±20% band."""
+    d = pred[pred["measured MB"].notna()]
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.scatter(d["measured MB"], d["predicted MB"])
+    for _, r in d.iterrows():
+        ax.annotate(r.variant, (r["measured MB"], r["predicted MB"]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    hi = float(max(d["measured MB"].max(), d["predicted MB"].max())) * 1.1 if len(d) else 1
+    xs = np.linspace(0, hi, 10)
+    ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
+    ax.fill_between(xs, 0.8 * xs, 1.2 * xs, color="grey", alpha=0.2, label="±20%")
+    ax.set_xlabel("measured peak above baseline (MiB)")
+    ax.set_ylabel("memory model (MiB)")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def adapt_curves(results: list[dict]):
+    """Bits per byte against adaptation steps, on each run's Azerbaijani set (``az_set``) and held-out English
+    (``en_set``), one line per way and method (solid: full fine-tuning, dashed: LoRA)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    colors = {"keep": "tab:blue", "extend": "tab:orange", "swap": "tab:green"}
+    for r in results:
+        for ax, name in zip(axes, (r["az_set"], r["en_set"])):
+            pts = r["curves"]["eval"][name]
+            ax.plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", color=colors.get(r["way"]),
+                    linestyle="-" if r["method"] == "full" else "--", label=f"{r['way']} / {r['method']}")
+    axes[0].set(xlabel="adaptation step", ylabel="bits per byte", title=f"Azerbaijani ({results[0]['az_set'] if results else ''}): lower is better")
+    axes[1].set(xlabel="adaptation step", ylabel="bits per byte", title="English (held out): what the base loses")
+    for a in axes:
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def corpus_removed(table):
+    """Horizontal stacked bars per source: MB kept and MB removed by each step (:func:`azllm.tables.corpus_table`
+    in bytes)."""
+    df = table.drop(index="total", errors="ignore").sort_values("input")
+    cols = [c for c in df.columns if c not in ("input", "kept %")]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(df) + 1.5))
+    left = np.zeros(len(df))
+    for col in ["kept"] + [c for c in cols if c != "kept"]:
+        ax.barh(df.index, df[col].to_numpy(), left=left, label=col.replace("_", " "))
+        left += df[col].to_numpy()
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_xlabel("MB (symmetric log scale)")
+    ax.set_title("What each corpus step removed, per source")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def gain_vs_loss(ranking: list[dict]):
+    """Per recipe (way x method): the Azerbaijani gain against the English change, with 1.96-standard-error bars
+    (a point whose bar crosses zero is within noise on that axis)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for r in ranking:
+        if r["az_gain"] is None or r["en_change"] is None:
+            continue
+        ax.errorbar(r["en_change"], r["az_gain"], xerr=1.96 * (r["en_change_se"] or 0),
+                    yerr=1.96 * (r["az_gain_se"] or 0), fmt="o", capsize=3,
+                    label=f"{r['way']} / {r['method']}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("English change (after - before)")
+    ax.set_ylabel("Azerbaijani gain (after - before)")
+    ax.set_title("What each way bought in Azerbaijani and cost in English (bars: 95%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def sft_curves(results: list[dict]):
+    """Training loss (thin) and held-out loss on assistant tokens (markers) against steps, one colour per SFT run."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for i, r in enumerate(results):
+        c = f"C{i}"
+        label = f"{r['method']}{' packed' if r['packing'] else ''}"
+        tr, ev = r["curves"]["train"], r["curves"]["eval"]
+        ax.plot([p["step"] for p in tr], [p["loss"] for p in tr], color=c, alpha=0.5, lw=1, label=f"{label} train")
+        ax.plot([p["step"] for p in ev], [p["loss"] for p in ev], color=c, marker="o", label=f"{label} held out")
+    ax.set(xlabel="step", ylabel="loss (nats per assistant token)", title="Instruction tuning: lower is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,50 @@
+"""Recipes: a params file -> a stage's artifacts. The layer between the library and the notebooks / command line.
+
+Like torchtune's recipes, each stage is one small module that reads only its own config sections, calls the
+library with plain named arguments and returns plain results; notebooks and the CLI call these and show what
+comes back. Data flows one way: library <- recipes <- presentation (:mod:`azllm.tables`, :mod:`azllm.plots`,
+:mod:`azllm.report`) and the command line (:mod:`azllm.cli`), with no cycles (tests/test_imports.py).
+
+- :mod:`~azllm.recipes.paths`: :class:`~azllm.recipes.paths.Paths`, where everything of a run lives;
+- :mod:`~azllm.recipes.corpus`: the corpus stage, its mix, the eval sets (notebook 00);
+- :mod:`~azllm.recipes.tokenizers`: the tokenizer sweep, the baselines, the main tokenizer, what each corpus step
+  and option bought, the lexicon check (notebook 01);
+- :mod:`~azllm.recipes.tokens`: token files and the encoder benchmark (notebook 02);
+- :mod:`~azllm.recipes.train`: the model and training specs, one training run (notebook 03, ``azllm train``);
+- :mod:`~azllm.recipes.benchmark`: training variants, the fit planner, full vs LoRA vs QLoRA, the overhead
+  measurement, the GPU run (notebook 04, ``azllm bench ...``);
+- :mod:`~azllm.recipes.adapt`: a pretrained base taught Azerbaijani three ways (notebook 05);
+- :mod:`~azllm.recipes.launch`: a params file as a SageMaker training job (``azllm launch``).
+
+>>> cfg = load("params/tiny.yaml")  # doctest: +SKIP
+>>> from azllm.recipes import tokens, train
+>>> data = tokens.prepare_data(cfg)  # doctest: +SKIP
+>>> result = train.train_model(cfg, data)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..config import Config, load_params
+from ..utils import route_library_output
+
+__all__ = ["load", "setup"]
+
+
+def load(params_file: str | os.PathLike | None, overrides: dict | None = None) -> Config:
+    """The validated config of a params file (:func:`azllm.config.load_params`)."""
+    return load_params(params_file, overrides)
+
+
+def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Config:
+    """The first call of every notebook: library warnings and progress bars go to the run's log (the terminal of
+    ``make report``), not into the page; a value that does not apply (parity without a parallel side, the columns
+    of a variant that could not run) shows as "—" in the pages' styled tables, never ``nan`` (the notebooks also
+    pass ``na_rep="—"`` where they set a precision, which pandas would otherwise print as ``nan``); then the config
+    is loaded."""
+    import pandas as pd
+
+    route_library_output()
+    pd.set_option("styler.format.na_rep", "—")
+    return load(params_file, overrides)

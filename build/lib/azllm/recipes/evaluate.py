@@ -1,0 +1,270 @@
+"""Downstream evaluation (notebook 06, ``azllm eval``): score a model on the Azerbaijani and English tasks of
+``evaluate``, and every adaptation way of notebook 05 before and after.
+
+Reads ``evaluate`` (and, for the study, ``adapt`` and ``benchmark.job``):
+
+- :func:`score_model`: one model (in memory) on ``evaluate.tasks`` with lm-eval
+  (:func:`azllm.evaluation.harness.score`) plus the linear probe (:mod:`azllm.evaluation.probe`); cached in the
+  model's folder by the evaluation settings;
+- :func:`evaluate_model`: a folder (export, ``final/``, ``checkpoint-N/``) or a hub id, loaded
+  (:func:`azllm.evaluation.load.load_model`) and scored; writes ``results.json`` (what ``azllm eval`` does);
+- :func:`study`: the base of notebook 05 and the merged export of each of its runs, scored;
+- :func:`before_after`: one row per run: each task before -> after, the difference, its standard error and the
+  verdict (:func:`azllm.evaluation.compare.difference`, ``evaluate.z``), next to bpb, tokens/s and wall time;
+- :func:`ranking`: one row per recipe (way x method) sorted by the Azerbaijani gain per device-hour;
+- :func:`contamination`: per evaluation set, the training documents it would remove, and few-shot/test overlap.
+
+Which numbers are informative at which size: a 1-2M-parameter stand-in sits at chance on every multiple-choice
+task (SIB-200, TUMLU, MMLU) and near zero chrF++; only bits per byte and the linear probe (a logistic regression on
+its hidden states, which needs no generation and no calibrated answer) separate such models. From about 100M
+parameters (SmolLM2-135M) SIB-200 in English rises above chance; TUMLU and MMLU need ~1B+ (published TUMLU-mini
+5-shot: Llama-3.1-8B 48.4, chance 25).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..config import Config
+from ..utils import atomic_write_json, json_hash
+from .paths import Paths
+from .tasks import hub_tasks, local_configs, local_task_args, probe_rows
+
+__all__ = ["settings_key", "score_model", "probe_scores", "evaluate_model", "study", "before_after", "ranking",
+           "contamination", "conventions", "results_record", "scoring_benchmark", "score_pair", "pair_rows"]
+
+
+def settings_key(cfg: Config, model_id: str = "") -> str:
+    """What a cached score depends on: the evaluation settings, the data root, the seed and the model."""
+    return json_hash({"evaluate": cfg.evaluate.model_dump(mode="json"), "seed": cfg.seed,
+                      "root": str(Paths(cfg).data_root), "model": model_id})
+
+
+def _weights_id(folder: str | os.PathLike) -> str:
+    """A folder's weights by name, size and modification time (what makes a cached score stale)."""
+    files = sorted(p for p in Path(folder).glob("*.safetensors")) + sorted(Path(folder).glob("*.bin"))
+    return json_hash([(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files])
+
+
+def probe_scores(cfg: Config, model, tokenizer) -> dict:
+    """``{"<task>_probe": entry}`` for each ``evaluate.probe.tasks``: accuracy of a logistic regression on the
+    model's mean-pooled hidden states (cross-validated over ``evaluate.probe.folds``, or train split -> test split),
+    its standard error, chance (the majority-class rate), per-item results."""
+    from ..evaluation.probe import probe_task
+
+    p, out = cfg.evaluate.probe, {}
+    for task in p.tasks:
+        train, test = probe_rows(cfg, task)
+        if not train or not test:
+            continue
+        pairs = lambda rows: [(x["text"], x["label"]) for x in rows]  # noqa: E731
+        r = probe_task(model, tokenizer, pairs(train + test) if p.folds else pairs(train),
+                       None if p.folds else pairs(test), seed=cfg.seed, layer=p.layer, max_length=p.max_length,
+                       batch_size=p.batch_size, C=p.C, folds=p.folds or 5)
+        out[f"{task}_probe"] = {"acc": r["accuracy"], "acc_stderr": r["stderr"], "headline": "acc",
+                                "value": r["accuracy"], "stderr": r["stderr"], "n": r["n_test"],
+                                "output_type": "probe", "num_fewshot": None, "chance": r["chance_majority"],
+                                "items": [float(c) for c in r["correct"]], "n_train": r["n_train"]}
+    return out
+
+
+def score_model(cfg: Config, model, tokenizer, *, name: str, cache_dir: str | os.PathLike | None = None,
+                model_id: str = "") -> dict:
+    """Scores of one in-memory model with its Hugging Face tokenizer: lm-eval tasks and the probe. With
+    ``cache_dir`` the result is kept there (``eval-<settings and model_id>.json``) and returned as is next time."""
+    from ..evaluation.harness import score
+
+    ev = cfg.evaluate
+    cache = Path(cache_dir) / f"eval-{settings_key(cfg, model_id)}.json" if cache_dir else None
+    if cache is not None and cache.is_file():
+        return json.loads(cache.read_text())
+    configs, hub = local_configs(cfg), hub_tasks(cfg)
+    res = score(model, tokenizer, configs, hub_tasks=hub, batch_size=ev.batch_size, limit=ev.limit, seed=cfg.seed,
+                bootstrap_iters=ev.bootstrap_iters, max_length=ev.max_length)
+    res["tasks"].update(probe_scores(cfg, model, tokenizer))
+    res["name"] = name
+    res["fewshot_overlap"] = _overlaps(configs)
+    if cache is not None:
+        atomic_write_json(cache, res)
+    return res
+
+
+def _overlaps(configs: list[dict]) -> dict:
+    from ..evaluation.tasks import fewshot_overlap
+
+    out = {}
+    for c in configs:
+        if c.get("fewshot_split") and c.get("num_fewshot"):
+            out[c["task"]] = fewshot_overlap(c)
+    return out
+
+
+def results_record(cfg: Config, res: dict, info: dict) -> dict:
+    """What ``results.json`` holds: the scores, the model, and the run's identity (params hash, seed)."""
+    return {"model": info, "params_hash": cfg.hash(), "seed": cfg.seed, "evaluate": cfg.evaluate.model_dump(mode="json"),
+            **res}
+
+
+def evaluate_model(cfg: Config, spec: str, *, tokenizer: str | None = None,
+                   out: str | os.PathLike | None = None) -> tuple[dict, Path]:
+    """Load a folder or hub id and score it; writes ``results.json`` into ``out`` (default
+    ``artifacts/<run>/eval/<model name>/``). Returns ``(results, path)``."""
+    from ..evaluation.load import load_model
+
+    hub_tasks(cfg), local_configs(cfg)  # a bad task name or file fails before the model loads
+    model, tok, info = load_model(spec, tokenizer=tokenizer)
+    res = score_model(cfg, model, tok, name=Path(str(spec)).name)
+    folder = Path(out) if out else Paths(cfg).artifacts / "eval" / Path(str(spec)).name
+    path = folder / "results.json"
+    atomic_write_json(path, results_record(cfg, res, info))
+    return res, path
+
+
+# --------------------------------------------------------------------------------------------- the study
+
+def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tuple[dict, dict]:
+    """The base of notebook 05 and the merged export of every run, scored: ``(before, {(way, method): after})``."""
+    from ..evaluation.load import load_model
+    from .adapt import export_run
+
+    model, tok, _ = load_model(base, tokenizer=base_tok.path)
+    base_id = _weights_id(base) if Path(str(base)).is_dir() else str(base)
+    before = score_model(cfg, model, tok, name="base", cache_dir=Paths(cfg).adapt / "base-eval", model_id=base_id)
+    after = {}
+    for r in runs:
+        folder = export_run(cfg, r, base, base_tok, toks[r["way"]])
+        m, t, _ = load_model(folder)
+        name = f"{r['way']}-{r['method']}"
+        after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name, cache_dir=Paths(cfg).adapt / f"{name}-eval",
+                                                     model_id=f"{r['key']}:{_weights_id(folder)}")
+    return before, after
+
+
+def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
+    """Two model folders (a base and what was trained from it, e.g. notebook 07's SFT export) scored on
+    ``evaluate.tasks``, each cached in ``artifacts/<run>/eval/`` by its weights."""
+    from ..evaluation.load import load_model
+
+    out = []
+    for spec in (before, after):
+        model, tok, _ = load_model(spec)
+        out.append(score_model(cfg, model, tok, name=Path(str(spec)).name,
+                               cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
+                               model_id=_weights_id(spec)))
+    return out[0], out[1]
+
+
+def pair_rows(cfg: Config, before: dict, after: dict) -> list[dict]:
+    """One row per task of two scores: before -> after with standard errors, the difference and its verdict."""
+    from ..evaluation.compare import difference
+
+    ev, rows = cfg.evaluate, []
+    for task, b in before["tasks"].items():
+        a = after["tasks"].get(task)
+        if a is None:
+            continue
+        d = difference(b, a, z=ev.z)
+        rows.append({"task": task, "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
+                     "metric": a["headline"], "before": b["value"], "before_se": b["stderr"], "after": a["value"],
+                     "after_se": a["stderr"], "delta": d["delta"], "delta_se": d["se"], "verdict": d["verdict"],
+                     "chance": a.get("chance"), "n": a.get("n")})
+    return rows
+
+
+def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> list[dict]:
+    """One row per run and task: before -> after with standard errors, the difference and its verdict."""
+    from ..evaluation.compare import difference
+
+    ev, rows = cfg.evaluate, []
+    by_run = {(r["way"], r["method"]): r for r in runs}
+    for (way, method), res in after.items():
+        run = by_run.get((way, method), {})
+        for task, b in before["tasks"].items():
+            a = res["tasks"].get(task)
+            if a is None or task.startswith("mmlu_en_"):
+                continue
+            d = difference(b, a, z=ev.z)
+            rows.append({"way": way, "method": method, "task": task,
+                         "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
+                         "metric": a["headline"], "before": b["value"], "before_se": b["stderr"],
+                         "after": a["value"], "after_se": a["stderr"], "delta": d["delta"], "delta_se": d["se"],
+                         "paired": d["paired"], "verdict": d["verdict"], "chance": a.get("chance"), "n": a.get("n"),
+                         "az_bpb_after": run["final"][run["az_set"]]["bpb"] if run else None,
+                         "tokens_per_s": run["throughput"]["tokens_per_s"] if run else None,
+                         "seconds": run.get("seconds")})
+    return rows
+
+
+def ranking(cfg: Config, rows: list[dict], runs: list[dict]) -> list[dict]:
+    """One row per recipe: the headline Azerbaijani gain (``evaluate.az_headline``) per device-hour, the English
+    change (``evaluate.en_headline``), their standard errors and verdicts, the device-hours measured here and the
+    cost of the same tokens on the GPU plan of ``benchmark.job``."""
+    ev, job = cfg.evaluate, cfg.benchmark.job
+    out = []
+    for run in runs:
+        key = (run["way"], run["method"])
+        az = next((r for r in rows if (r["way"], r["method"]) == key and r["task"] == ev.az_headline), None)
+        en = next((r for r in rows if (r["way"], r["method"]) == key and r["task"] == ev.en_headline), None)
+        hours = (run.get("seconds") or 0) / 3600
+        tokens = run["steps"] * run["throughput"]["tokens_per_step"]
+        gpu_hours = tokens / job.tokens_per_s / 3600 if tokens and job.tokens_per_s else None
+        out.append({
+            "way": run["way"], "method": run["method"],
+            "az_gain": az["delta"] if az else None, "az_gain_se": az["delta_se"] if az else None,
+            "az_verdict": az["verdict"] if az else None,
+            "en_change": en["delta"] if en else None, "en_change_se": en["delta_se"] if en else None,
+            "en_verdict": en["verdict"] if en else None,
+            "device_hours": hours, "az_gain_per_device_hour": (az["delta"] / hours) if az and hours else None,
+            "tokens_trained": tokens, "gpu_plan_hours": gpu_hours,
+            "gpu_plan_cost": gpu_hours * job.price_per_hour / job.gpus_per_instance if gpu_hours else None,
+        })
+    return sorted(out, key=lambda r: -(r["az_gain_per_device_hour"] if r["az_gain_per_device_hour"] is not None
+                                       else float("-inf")))
+
+
+def conventions(before: dict, after: dict) -> list[dict]:
+    """Per model: whether its tokenizer prepends BOS by default (what lm-eval then does), the few-shot seed, the
+    lm-eval version."""
+    models = {"base": before, **{f"{w}-{m}": r for (w, m), r in after.items()}}
+    return [{"model": k, "bos token": r["bos"]["bos_token"], "prepends BOS": r["bos"]["prepends_bos"],
+             "few-shot seed": r["seed"], "lm-eval": r["lm_eval"]} for k, r in models.items()]
+
+
+def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
+    """Per evaluation set (``data.eval``, ``data.parallel`` and every local task): how many training documents
+    (``docs``, default every document of ``data.train`` before cleaning) it would remove on its own
+    (:func:`azllm.corpus.decontaminate.hits_by_set`, the corpus stage's n-gram rule)."""
+    from ..corpus.decontaminate import hits_by_set
+    from ..data import iter_documents
+    from .corpus import eval_sets, resolve
+    from .tasks import decontamination_sets
+
+    if docs is None:
+        docs = iter_documents(resolve(cfg, cfg.data.train))
+
+    evals, parallel, _ = eval_sets(cfg)
+    sets = {**evals, **{f"{k}.az": v[0] for k, v in parallel.items()}, **decontamination_sets(cfg)}
+    hits = hits_by_set(docs, sets, n=cfg.corpus.decontamination_n, min_words=cfg.corpus.decontamination_min_words)
+    return [{"set": k, "lines": len(sets[k]), "training documents it would remove": v} for k, v in hits.items()]
+
+
+def scoring_benchmark(cfg: Config, model: str, *, task: str | None = None, rounds: int = 3,
+                      batch_sizes: tuple[int, ...] = (1, 16)) -> dict:
+    """Items per second of one multiple-choice task (default: the first local one of ``evaluate.tasks``) on a model
+    folder, batched vs one request at a time (:func:`azllm.bench.evaluation.benchmark`); written to
+    ``artifacts/<run>/eval_benchmark.json``."""
+    from ..bench.evaluation import benchmark
+    from ..evaluation.tasks import LOCAL_TASKS, _read_yaml
+
+    ev, paths = cfg.evaluate, Paths(cfg)
+    if task is None:
+        task = next((t for t in ev.tasks if t in LOCAL_TASKS and t in ev.local
+                     and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"), None)
+    if task is None or task not in ev.local:
+        raise KeyError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
+    args = local_task_args(cfg, task)
+    res = benchmark(model, task, args, batch_sizes=batch_sizes, rounds=rounds)
+    atomic_write_json(paths.artifacts / "eval_benchmark.json", res)
+    return res

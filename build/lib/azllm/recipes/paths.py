@@ -1,0 +1,117 @@
+"""Where a run's things live: :class:`Paths`, the one object that knows the folders of a run.
+
+Notebooks, recipes and the report ask it; nothing else builds an artifact path. Heavy artifacts go to
+``$AZLLM_ARTIFACTS/<run_name>/`` (default ``./artifacts/<run_name>/``, git-ignored), the pages to
+``reports/<run_name>/``, and inputs are found under the data root (``data.root``, else ``$AZLLM_DATA_ROOT``).
+
+>>> from azllm.config import load_params
+>>> p = Paths(load_params(None, overrides={"run_name": "demo"}))
+>>> p.corpus("abc").parts[-3:], p.run("lora", "k1").name
+(('demo', 'corpus', 'abc'), 'lora-k1')
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..config import Config
+from ..data import under_root
+
+__all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV"]
+
+DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
+ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
+
+
+class Paths:
+    """The folders of one run (``cfg``'s run name, data root and ``tokens.dir``)."""
+
+    def __init__(self, cfg: Config):
+        self.run_name = cfg.run_name
+        root = cfg.data.root or os.environ.get(DATA_ROOT_ENV)
+        self.data_root: Path | None = Path(root).expanduser().resolve() if root else None
+        """The data root, or None (hub sources only)."""
+        self.artifacts: Path = (Path(os.environ.get(ARTIFACTS_ENV, "artifacts")) / cfg.run_name).resolve()
+        """The run's artifacts folder."""
+        self._tokens_dir = cfg.tokens.dir
+
+    def under_root(self, path: str | os.PathLike) -> Path | None:
+        """``path`` under the data root unless absolute (:func:`azllm.data.under_root`)."""
+        return under_root(path, self.data_root)
+
+    def existing(self, path: str | os.PathLike) -> Path | None:
+        """``path`` under the data root (or absolute) when it exists there, else None."""
+        p = self.under_root(path)
+        return p if p is not None and p.exists() else None
+
+    # the corpus stage
+    @property
+    def corpus_root(self) -> Path:
+        return self.artifacts / "corpus"
+
+    def corpus(self, key: str) -> Path:
+        """The corpus stage's output for one key (``clean/``, ``removed/``, ``manifest.json``, mixes)."""
+        return self.corpus_root / key
+
+    # tokenizers and token files
+    @property
+    def tokenizer(self) -> Path:
+        """The run's main tokenizer."""
+        return self.artifacts / "tokenizer"
+
+    @property
+    def tokenizers(self) -> Path:
+        """The tokenizer sweep (one folder per variant)."""
+        return self.artifacts / "tokenizers"
+
+    def recipe_step(self, i: int) -> Path:
+        """The tokenizer of step ``i`` of the "what each change bought" table."""
+        return self.artifacts / "recipe" / f"step{i}"
+
+    @property
+    def tokens(self) -> Path:
+        """The run's token files: ``tokens.dir`` or ``artifacts/<run>/tokens``."""
+        return Path(self._tokens_dir).expanduser().resolve() if self._tokens_dir else self.artifacts / "tokens"
+
+    def dev_tokens(self, name: str) -> Path:
+        return self.artifacts / "tokens_dev" / name
+
+    @property
+    def encoder_bench(self) -> Path:
+        return self.artifacts / "tokens_bench"
+
+    # training, benchmarks, adaptation, launch
+    def run(self, method: str, key: str) -> Path:
+        """A training run's folder (checkpoints, final model, results.json)."""
+        return self.artifacts / "train" / f"{method}-{key}"
+
+    @property
+    def bench(self) -> Path:
+        return self.artifacts / "bench"
+
+    @property
+    def methods_bench(self) -> Path:
+        return self.artifacts / "bench_methods"
+
+    @property
+    def overhead_bench(self) -> Path:
+        return self.artifacts / "bench_overhead"
+
+    @property
+    def adapt(self) -> Path:
+        """The adaptation study's work folder."""
+        return self.artifacts / "adapt"
+
+    @property
+    def sft(self) -> Path:
+        """Instruction tuning's work folder (runs, exports, the base of notebook 07)."""
+        return self.artifacts / "sft"
+
+    @property
+    def launch(self) -> Path:
+        return self.artifacts / "launch"
+
+    def report(self, reports_dir: str | os.PathLike = "reports") -> Path:
+        """The run's pages and metrics.json."""
+        return Path(reports_dir) / self.run_name

@@ -1,0 +1,397 @@
+"""Instruction tuning (notebook 07, ``azllm sft PARAMS``): chat data -> cleaned, decontaminated conversations -> the
+base with its chat template -> TRL's ``SFTTrainer`` -> held-out loss, answers and chrF++ -> a merged export.
+
+Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``model.dtype`` / ``model.liger``,
+``data.eval``, ``seed``; for the stand-in base, ``adapt`` through :mod:`azllm.recipes.adapt`).
+
+- :func:`base_folder`: ``sft.base``, else the adapted stand-in base of notebook 05: every way x method of the
+  adaptation study (each returned as is when notebook 05 already trained it), the one with the lowest Azerbaijani
+  bits per byte (:func:`best_adapt_run`; the evaluation recipe's tasks are not used for the choice), exported as
+  one folder;
+- :func:`sft_tokenizer`: the base's tokenizer with the chat template of training (:mod:`azllm.sft.template`);
+- :func:`sft_data`: every ``sft.sources`` entry read (:mod:`azllm.sft.data`), cleaned and deduplicated
+  (:mod:`azllm.sft.clean`), the held-out split drawn, decontaminated (:mod:`azllm.sft.decontaminate`), length-limited;
+  the table of what each step kept;
+- :func:`sft_run`: one run (a finished identical one is returned as is: its folder is named by
+  :func:`azllm.sft.train.sft_key`);
+- :func:`answers`: the held-out answers and their chrF++; :func:`export_sft`: the merged standalone folder;
+- :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
+- :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
+- :func:`sft_benchmark`: azllm's SFT path against a bare ``SFTTrainer`` (:mod:`azllm.bench.sft`, ``azllm bench sft``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..config import Config, deep_update
+from .corpus import resolve
+from .paths import Paths
+from .tasks import decontamination_sets
+
+__all__ = ["sft_spec", "base_folder", "best_adapt_run", "load_base_tokenizer", "sft_tokenizer", "sft_data",
+           "sft_run", "answers", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows",
+           "sft_benchmark"]
+
+
+def sft_spec(cfg: Config, *, method: str | None = None, packing: bool | None = None, max_steps: int | None = None,
+             resume: bool | None = None):
+    """The :class:`~azllm.sft.train.SftSpec` of ``sft`` (the arguments override it)."""
+    from ..sft.train import SftSpec
+
+    s = cfg.sft
+    return SftSpec(max_steps=int(max_steps or s.max_steps), batch_size=s.batch_size, grad_accum=s.grad_accum,
+                   lr=s.lr, min_lr_ratio=s.min_lr_ratio, warmup_steps=s.warmup_steps, weight_decay=s.weight_decay,
+                   optimizer=s.optimizer, precision=s.precision, gradient_checkpointing=s.gradient_checkpointing,
+                   max_length=s.max_length, packing=s.packing if packing is None else packing,
+                   packing_strategy=s.packing_strategy, assistant_only_loss=s.assistant_only_loss,
+                   completion_only_loss=s.completion_only_loss, eval_steps=s.eval_steps,
+                   keep_best=s.keep_best, early_stopping_patience=s.early_stopping_patience,
+                   save_total_limit=s.save_total_limit, logging_steps=s.logging_steps, untimed_steps=s.untimed_steps,
+                   seed=cfg.seed, resume=s.resume if resume is None else resume, report_to=tuple(s.report_to))
+
+
+# ------------------------------------------------------------------------------------------------------ base
+
+def best_adapt_run(results: list[dict]) -> dict:
+    """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``)."""
+    if not results:
+        raise ValueError("no adaptation run to choose from (adapt.ways x adapt.methods is empty)")
+    return min(results, key=lambda r: r["final"][r["az_set"]]["bpb"])
+
+
+def base_folder(cfg: Config) -> tuple[str, dict]:
+    """``(base folder or hub id, note)``: ``sft.base``, or the adapted stand-in base of notebook 05 (module
+    docstring). ``note`` says which and why."""
+    if cfg.sft.base:
+        return cfg.sft.base, {"base": cfg.sft.base, "how": "sft.base"}
+    from . import adapt
+
+    base, base_tok, _ = adapt.base_model(cfg)
+    docs = adapt.az_documents(cfg)
+    toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in cfg.adapt.ways}
+    results = [adapt.adapt_run(cfg, way, m, base, base_tok, toks[way]) for way in cfg.adapt.ways
+               for m in cfg.adapt.methods]
+    stopped = [f"{r['way']}-{r['method']} at step {r['steps']}" for r in results if r.get("interrupted")]
+    if stopped:
+        raise RuntimeError(f"adaptation run(s) {', '.join(stopped)} were interrupted by a signal (a complete "
+                           "checkpoint was written): run again to resume them, then the base is chosen")
+    best = best_adapt_run(results)
+    folder = Paths(cfg).adapt / f"{best['way']}-{best['method']}-export"
+    if not (folder / "config.json").is_file():
+        folder = adapt.export_run(cfg, best, base, base_tok, toks[best["way"]])
+    return str(folder), {"base": str(folder), "how": "notebook 05's adapted stand-in base",
+                         "way": best["way"], "method": best["method"],
+                         "az_bpb": best["final"][best["az_set"]]["bpb"],
+                         "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
+                         "runs": {f"{r['way']}-{r['method']}": r["final"][r["az_set"]]["bpb"] for r in results}}
+
+
+def load_base_tokenizer(base: str):
+    """The base's tokenizer (``AutoTokenizer``, no remote code), or a clear error (offline, unknown id)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(base), trust_remote_code=False)
+    except Exception as e:  # offline, unknown id, gated: many types
+        raise ValueError(f"could not load the tokenizer of base {base!r}: {type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:300]}. A hub id needs network access (and HF_TOKEN for a gated "
+                         "model); offline, set sft.base to a local folder.") from None
+
+
+def sft_tokenizer(cfg: Config, base: str):
+    """``(tokenizer, template info)``: the base's tokenizer with the chat template of training
+    (:func:`azllm.sft.template.prepare_tokenizer`)."""
+    from ..sft.template import prepare_tokenizer
+
+    tok = load_base_tokenizer(base)
+    return tok, prepare_tokenizer(tok, template=cfg.sft.template, assistant_only_loss=cfg.sft.assistant_only_loss,
+                                  name=str(base))
+
+
+# ------------------------------------------------------------------------------------------------------ data
+
+def _eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
+    """The evaluation texts decontaminated against, by name (``data.eval``, ``sft.decontaminate_extra`` and the
+    local evaluation tasks of ``evaluate.tasks``), and the notes on sources not found."""
+    from ..data import DataError, iter_documents
+
+    s = cfg.sft
+    names = list(cfg.data.eval) if s.decontaminate_sets is None else list(s.decontaminate_sets)
+    unknown = sorted(set(names) - set(cfg.data.eval))
+    if unknown:
+        raise ValueError(f"sft.decontaminate_sets names {unknown}, not in data.eval ({sorted(cfg.data.eval)})")
+    texts, notes = {}, []
+    sources = {**{n: cfg.data.eval[n] for n in names}, **s.decontaminate_extra}
+    for name, src in sources.items():
+        try:
+            texts[name] = list(iter_documents(resolve(cfg, src)))
+        except DataError as e:
+            notes.append(f"{name}: not found, not checked ({e})")
+    texts.update(decontamination_sets(cfg))  # every evaluation task named in evaluate.tasks ("task:<name>")
+    return texts, notes
+
+
+def sft_data(cfg: Config, tokenizer) -> dict:
+    """The conversations of a run: ``{"train", "held_out", "counts", "notes", "key"}`` (module docstring).
+    ``counts`` holds every step's numbers (:func:`data_rows` makes the table of them)."""
+    from ..sft.clean import apply_length_limit, clean_conversations, dedupe_prompts, holdout_split
+    from ..sft.data import read_conversations
+    from ..sft.decontaminate import decontaminate
+    from ..sft.template import conversation_lengths
+    from ..utils import json_hash
+
+    s = cfg.sft
+    if s.holdout_size > 0 and s.holdout_source not in s.sources:
+        raise ValueError(f"sft.holdout_source {s.holdout_source!r} is not in sft.sources ({sorted(s.sources)})")
+    if both := sorted(set(s.sources) & set(s.eval_sources)):
+        raise ValueError(f"sft.eval_sources and sft.sources both name {both}: a test set is never trained on")
+    if s.holdout_size <= 0 and not s.eval_sources:
+        raise ValueError("sft.holdout_size is 0 and sft.eval_sources is empty: nothing to evaluate on")
+    per_source: dict[str, dict] = {}
+    per_test: dict[str, dict] = {}
+
+    def read(sources: dict, into: dict) -> list[dict]:
+        out = []
+        for name, src in sources.items():
+            got, counts = read_conversations(resolve(cfg, src), source=name, fmt=src.format, fields=dict(src.fields),
+                                             placeholders=list(s.placeholders), on_bad=s.on_bad_record)
+            into[name] = {**counts, "origin": src.origin}
+            out += got
+        return out
+
+    convs = read(s.sources, per_source)
+    tests, _ = clean_conversations(read(s.eval_sources, per_test))
+    cleaned, c_counts = clean_conversations(convs)
+    deduped, d_counts = dedupe_prompts(cleaned, threshold=s.near_dup_threshold)
+    train, held = holdout_split(deduped, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
+    drawn = len(held)
+    held += tests
+    notes: list[str] = []
+    if s.decontaminate:
+        texts, notes = _eval_texts(cfg)
+        train, x_counts = decontaminate(train, held_out=held, eval_texts=texts, n=s.decontaminate_ngram)
+    else:
+        x_counts = {"held_out": 0, "examples": {}}
+    train, l_counts = apply_length_limit(train, conversation_lengths(tokenizer, train), max_length=s.max_length,
+                                         policy=s.length_policy)
+    held, lh_counts = apply_length_limit(held, conversation_lengths(tokenizer, held), max_length=s.max_length,
+                                         policy=s.length_policy)
+    for name in per_source:
+        per_source[name]["train"] = sum(c["source"] == name for c in train)
+        per_source[name]["held_out"] = sum(c["source"] == name for c in held)
+    counts = {"sources": per_source, "read": sum(v["read"] for v in per_source.values()),
+              "bad": {k: v for src in per_source.values() for k, v in src["bad"].items()},
+              "placeholder_inputs": sum(v["placeholder_inputs"] for v in per_source.values()),
+              **c_counts, "after_clean": len(cleaned), "duplicates": d_counts, "after_dedupe": len(deduped),
+              "held_out_drawn": drawn, "eval_sources": len(tests), "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin if s.holdout_size > 0 else "none",
+              "eval_source_counts": per_test,
+              "decontaminated": x_counts, "length": l_counts, "length_held_out": lh_counts, "train": len(train)}
+    key = json_hash({"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}, n=12)
+    return {"train": train, "held_out": held, "counts": counts, "notes": notes, "key": key}
+
+
+def data_rows(counts: dict) -> list[dict]:
+    """The data table: what each step kept, and why the others went."""
+    d = counts
+    x = {k: v for k, v in d["decontaminated"].items() if k != "examples"}
+    rows = [{"step": "read", "conversations": d["read"],
+             "note": ", ".join(f"{n}: {v['read']} ({v['origin']})" for n, v in d["sources"].items())},
+            {"step": "cleaned", "conversations": d["after_clean"],
+             "note": f"{sum(d['bad'].values())} bad records dropped {d['bad'] or ''}; {d['dropped_empty']} left "
+                     f"empty; {d['empty_turns']} empty turns removed; {d['placeholder_inputs']} placeholder inputs "
+                     "treated as empty"},
+            {"step": "deduplicated", "conversations": d["after_dedupe"],
+             "note": f"{d['duplicates']['exact']} exact, {d['duplicates']['near']} near-duplicate prompts"},
+            {"step": "held out", "conversations": d["held_out_drawn"],
+             "note": f"fixed split of {d['held_out_origin']} text"
+                     + (f", + {d['eval_sources']} of sft.eval_sources (never trained on)" if d.get("eval_sources") else "")
+                     + f"; {d['held_out']} within max_length"},
+            {"step": "decontaminated", "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
+             "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped"},
+            {"step": "length limit", "conversations": d["train"],
+             "note": f"{d['length']['too_long']} over max_length: {d['length']['dropped_long']} dropped, "
+                     f"{d['length']['truncated']} truncated (held out: {d['length_held_out']['too_long']} over)"},
+            {"step": "train", "conversations": d["train"], "note": ""}]
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------------ runs
+
+def _model_kw(cfg: Config) -> dict:
+    m = cfg.model
+    return dict(dtype=m.dtype, liger=tuple(m.liger.kernels()), quant_bits=m.quant.bits, quant_type=m.quant.quant_type,
+                double_quant=m.quant.double_quant, compute_dtype=m.quant.compute_dtype,
+                gradient_checkpointing=cfg.sft.gradient_checkpointing)
+
+
+def _lora_kw(cfg: Config) -> dict:
+    lo = cfg.model.lora
+    return dict(r=lo.r, alpha=lo.alpha, dropout=lo.dropout, use_rslora=lo.use_rslora,
+                target_modules=lo.target_modules or "all-linear", new_rows=cfg.model.new_rows)
+
+
+def sft_run(cfg: Config, *, base: str, tokenizer, template: dict, data: dict, method: str | None = None,
+            packing: bool | None = None, max_steps: int | None = None, output_dir: str | os.PathLike | None = None,
+            resume: bool | None = None, progress: bool = True) -> dict:
+    """One SFT run on ``data`` (:func:`sft_data`) from ``base`` (a finished identical run is returned as is)."""
+    from ..sft.train import finished_sft, lora_config, prepare_model, run_sft, sft_key
+    from ..utils import seed_everything
+
+    method = method or cfg.sft.method
+    spec = sft_spec(cfg, method=method, packing=packing, max_steps=max_steps, resume=resume)
+    desc = {"base": str(base), "method": method, **_model_kw(cfg), **(_lora_kw(cfg) if method != "full" else {}),
+            "template": template["template"], "chat_template": tokenizer.chat_template}
+    key = sft_key(model=desc, spec=spec, data=data["key"])
+    out = Path(output_dir) if output_dir else Paths(cfg).sft / f"{method}{'-packed' if spec.packing else ''}-{key}"
+    done = finished_sft(out, key) if spec.resume else None
+    if done is not None:
+        return done
+    seed_everything(cfg.seed)
+    new_ids = template["added_tokens"]
+    model, info = prepare_model(base, method=method, new_token_ids=new_ids, **_model_kw(cfg))
+    peft = lora_config(model, new_token_ids=new_ids, **_lora_kw(cfg)) if method != "full" else None
+    return run_sft(model, tokenizer, spec, train_convs=data["train"], eval_convs=data["held_out"], output_dir=out,
+                   key=key, peft_config=peft, info={**info, "template": template["template"]},
+                   end_of_turn_id=template["end_of_turn_id"], progress=progress)
+
+
+def _trained(result: dict, base: str, template: dict):
+    if result.get("model") is not None:
+        return result["model"]
+    from ..sft.train import load_sft_model
+
+    return load_sft_model(result["final_dir"], base=base, new_token_ids=template["added_tokens"])
+
+
+def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, data: dict) -> dict:
+    """The held-out answers of a run and their chrF++: ``{"rows": [...], "chrf++"}`` (rows carry their own
+    score), cached next to the run's results."""
+    import json
+
+    from ..sft.generate import chrf_scores, generate_answers
+    from ..utils import atomic_write_json
+
+    path = Path(result["output_dir"]) / "answers.json"
+    if path.is_file():
+        got = json.loads(path.read_text())
+        if got.get("key") == result["key"] and got.get("max_new_tokens") == cfg.sft.max_new_tokens:
+            return got
+    model = _trained(result, base, template)
+    rows = generate_answers(model, tokenizer, data["held_out"], max_new_tokens=cfg.sft.max_new_tokens,
+                            stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
+                            batch_size=cfg.sft.generate_batch_size)
+    scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
+    for r, s in zip(rows, scores["per_answer"]):
+        r["chrf++"] = s
+    got = {"key": result["key"], "max_new_tokens": cfg.sft.max_new_tokens, "rows": rows, "chrf++": scores["chrf++"],
+           "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None}
+    atomic_write_json(path, got)
+    return got
+
+
+def export_sft(cfg: Config, result: dict, *, base: str, tokenizer, template: dict,
+               out_dir: str | os.PathLike | None = None) -> Path:
+    """The run as one merged standalone folder (:func:`azllm.export.export_model`: safetensors, the tokenizer and
+    its chat template) with a generation config that stops at the end-of-turn token."""
+    from transformers import GenerationConfig
+
+    from ..export import export_model
+
+    model = _trained(result, base, template)
+    out = Path(out_dir) if out_dir else Path(result["output_dir"]) / "export"
+    folder = export_model(model, result["final_dir"], out)
+    eos = list(dict.fromkeys(i for i in (template["end_of_turn_id"], tokenizer.eos_token_id) if i is not None))
+    GenerationConfig(eos_token_id=eos, pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                     else eos[0], do_sample=False).save_pretrained(str(folder))
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------- variants
+
+def sft_job(job: dict) -> dict:
+    """Fresh-process entry (:func:`azllm.bench.process.run_fresh`) of one run: ``job`` holds ``params`` (a config as
+    :meth:`Config.to_dict`), ``base``, ``method``, ``packing``, ``max_steps``. Returns the run's JSON results with
+    the chrF++ of its held-out answers."""
+    cfg = Config.model_validate(job["params"])
+    tok, template = sft_tokenizer(cfg, job["base"])
+    data = sft_data(cfg, tok)
+    r = sft_run(cfg, base=job["base"], tokenizer=tok, template=template, data=data, method=job.get("method"),
+                packing=job.get("packing"), max_steps=job.get("max_steps"), progress=False)
+    a = answers(cfg, r, base=job["base"], tokenizer=tok, template=template, data=data)
+    return {**{k: v for k, v in r.items() if k not in ("model", "trainer")}, "chrf++": a["chrf++"]}
+
+
+def compare_variants(cfg: Config, base: str, *, show=None) -> list[dict]:
+    """``sft.compare``: every variant for ``sft.compare_steps`` steps in its own process."""
+    from ..bench.process import ok_or_raise, run_fresh
+
+    out = []
+    for v in cfg.sft.compare:
+        if show:
+            show(f"sft variant {v.method}{' packed' if v.packing else ''}")
+        res = run_fresh("azllm.recipes.sft:sft_job", {"params": cfg.to_dict(), "base": str(base), "method": v.method,
+                                                      "packing": v.packing, "max_steps": cfg.sft.compare_steps})
+        out.append(ok_or_raise(res, f"sft variant {v.method} packing={v.packing}"))
+    return out
+
+
+def sft_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 40, threads: int = 1, show_progress: bool = True) -> dict:
+    """:func:`azllm.bench.sft.compare_sft` on the run's base, template, training conversations, method and LoRA
+    (``sft.method``, ``sft.packing``), written to ``Paths.sft / "bench.json"``."""
+    from ..bench.sft import compare_sft
+    from ..utils import atomic_write_json
+
+    base, _ = base_folder(cfg)
+    tok, template = sft_tokenizer(cfg, base)
+    data = sft_data(cfg, tok)
+    spec = {k: v for k, v in sft_spec(cfg, max_steps=steps, resume=False).keyed().items()}
+    res = compare_sft(base=base, conversations=data["train"], method=cfg.sft.method,
+                      lora=_lora_kw(cfg) if cfg.sft.method != "full" else {}, spec=spec, template=cfg.sft.template,
+                      rounds=rounds, threads=threads, show_progress=show_progress)
+    path = Paths(cfg).sft / "bench.json"
+    atomic_write_json(path, res)
+    return {**res, "path": str(path)}
+
+
+# ----------------------------------------------------------------------------------------------- command line
+
+def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
+    """``azllm sft PARAMS``: the main run, its answers and its export. Inside a SageMaker job
+    (:func:`azllm.sagemaker.job_paths`) the ``data`` channel is the data root, checkpoints go to the synced folder
+    (a restarted spot job resumes there) and the merged export to ``SM_MODEL_DIR``, ``results.json`` and
+    ``answers.json`` to ``SM_OUTPUT_DATA_DIR``. Returns the run's results (``interrupted`` on SIGTERM)."""
+    import shutil
+
+    from .. import sagemaker
+
+    sm = sagemaker.job_paths(environ)
+    if sm is not None and sm.get("data"):
+        cfg = Config.model_validate(deep_update(cfg.to_dict(), {"data": {"root": sm["data"]}}))
+    base, note = base_folder(cfg)
+    tok, template = sft_tokenizer(cfg, base)
+    data = sft_data(cfg, tok)
+    show(f"sft: base {base} ({note['how']}); template {template['template']}; {len(data['train'])} training and "
+         f"{len(data['held_out'])} held-out conversations")
+    r = sft_run(cfg, base=base, tokenizer=tok, template=template, data=data,
+                output_dir=sm["checkpoints"] if sm else None)
+    if r.get("interrupted"):
+        return r
+    a = answers(cfg, r, base=base, tokenizer=tok, template=template, data=data)
+    show(f"sft: held-out loss {r['eval_loss']:.4f} (best step {r['best_step']}), chrF++ {a['chrf++']:.1f}")
+    if cfg.sft.export and (sm is None or os.environ.get("RANK", "0") == "0"):
+        folder = export_sft(cfg, r, base=base, tokenizer=tok, template=template,
+                            out_dir=Path(sm["model_dir"]) / "export" if sm else None)
+        if sm is not None:
+            for f in folder.iterdir():
+                shutil.copy(f, Path(sm["model_dir"]) / f.name)
+            shutil.rmtree(folder)
+            folder = Path(sm["model_dir"])
+            if sm.get("output_dir"):
+                Path(sm["output_dir"]).mkdir(parents=True, exist_ok=True)
+                for name in ("results.json", "answers.json"):
+                    shutil.copy(Path(r["output_dir"]) / name, Path(sm["output_dir"]) / name)
+        show(f"sft: merged export in {folder}")
+        r = {**r, "export": str(folder)}
+    return r

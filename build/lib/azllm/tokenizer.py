@@ -1,0 +1,517 @@
+"""Train SentencePiece tokenizers for Azerbaijani, export them as Hugging Face folders, and load any tokenizer.
+
+Training (:func:`train_tokenizer`) wraps ``sentencepiece.SentencePieceTrainer`` with the options that matter for
+Azerbaijani and returns the path of a Hugging Face folder that ``AutoTokenizer.from_pretrained(folder)`` loads
+offline and that gives the same ids as the SentencePiece model. Decisions:
+
+- Normalization is :func:`azllm.text.normalize`, applied to the corpus before training (and by the pipeline before
+  encoding). The SentencePiece rule is ``identity`` so that ``decode(encode(x)) == x`` for every normalized ``x``;
+  NFKC rules would rewrite characters such as ``…`` and break that, and case-folding rules are never used.
+- Special pieces: ``<unk>`` = 0, ``<s>`` = 1, ``</s>`` = 2, ``<pad>`` = 3. Byte fallback on by default, so that
+  no character is ever lost to ``<unk>``.
+- Affix-aware pre-split: with ``affix_presplit=True`` the training stream gets SentencePiece's
+  ``pretokenization_delimiter`` at every suffix boundary that :mod:`azllm.morph` predicts, so no piece crosses a
+  predicted stem/suffix boundary. The delimiter only exists at training time: encoding takes plain text.
+- Determinism: ``random_seed`` is fixed and the corpus file is written in source order, so the same corpus,
+  options and seed give a byte-identical ``sp.model`` (tested).
+- The output folder is written atomically (a temporary folder, then a rename) and a re-run with the same corpus
+  hash and options returns the existing folder without training again.
+
+Loading (:func:`load_tokenizer`) accepts a Hugging Face folder (one of ours, holding ``sp.model``, is encoded by the
+SentencePiece engine: same ids as its ``tokenizer.json``, about 6x faster), a ``tokenizer.json``, a SentencePiece ``.model``,
+a tiktoken encoding name (``"tiktoken:cl100k_base"`` or a bare known name; offline through
+``TIKTOKEN_CACHE_DIR``) or a hub id, and returns a :class:`Tok` whose ``encode`` never adds special tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .utils import json_hash, replace_dir
+
+__all__ = ["load_baseline", "Tok", "TokenizerError", "VocabTooLargeError", "VocabTooSmallError", "train_tokenizer", "load_tokenizer",
+           "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
+
+TIKTOKEN_NAMES = {"gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"}
+PRESPLIT_DELIMITER = "\x1f"  # azllm.text.normalize removes control characters, so it never occurs in text
+SPECIALS = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
+_BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
+
+
+class TokenizerError(ValueError):
+    """A tokenizer cannot be trained or loaded."""
+
+
+class VocabTooLargeError(TokenizerError):
+    """The requested vocabulary is larger than the corpus supports; ``max_vocab_size`` says what would work."""
+
+    def __init__(self, requested: int, max_vocab_size: int | None, detail: str = ""):
+        self.requested = requested
+        self.max_vocab_size = max_vocab_size
+        hint = (f"the largest size that works for this corpus is {max_vocab_size}" if max_vocab_size
+                else "use a smaller vocab_size or a larger corpus")
+        super().__init__(f"vocab_size={requested} is too large for this corpus: {hint}. {detail}".strip())
+
+
+class VocabTooSmallError(TokenizerError):
+    """The requested vocabulary cannot even hold the corpus's characters, the byte pieces and the specials."""
+
+    def __init__(self, requested: int, minimum: int):
+        self.requested, self.minimum = requested, minimum
+        super().__init__(f"vocab_size={requested} is too small for this corpus: its characters (at "
+                         f"character_coverage), the byte-fallback pieces and the 4 specials need at least {minimum} "
+                         "ids. Use a vocab_size of at least that, or a lower character_coverage.")
+
+
+@dataclass
+class Tok:
+    """A loaded tokenizer with one interface for every backend.
+
+    ``encode`` never adds special tokens; ``decode`` skips none (special ids decode to their text).
+    """
+
+    name: str
+    kind: str  # "sentencepiece" | "hf" | "tiktoken"
+    vocab_size: int
+    encode_fn: Callable[[str], list[int]] = field(repr=False)
+    decode_fn: Callable[[list[int]], str] = field(repr=False)
+    encode_batch_fn: Callable[[list[str]], list[list[int]]] | None = field(default=None, repr=False)
+    fallback_ids: frozenset[int] = field(default=frozenset(), repr=False)  # unk and byte-fallback ids
+    special_ids: frozenset[int] = field(default=frozenset(), repr=False)
+    eos_id: int | None = None
+    bos_id: int | None = None
+    pad_id: int | None = None
+    unk_id: int | None = None
+    id_to_piece: Callable[[int], str] | None = field(default=None, repr=False)
+    fingerprint: str = ""  # sha256 of the tokenizer's serialized form
+    path: str | None = None  # a Hugging Face folder, when there is one
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_fn(text)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.encode_batch_fn is not None:
+            return self.encode_batch_fn(list(texts))
+        return [self.encode_fn(t) for t in texts]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.decode_fn(list(ids))
+
+
+# ----------------------------------------------------------------------------------------------------- loading
+
+def _sha256_bytes(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _from_sentencepiece(path: Path, name: str) -> Tok:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    n = sp.get_piece_size()
+    fallback = frozenset(i for i in range(n) if sp.is_unknown(i) or sp.is_byte(i))
+    special = frozenset(i for i in range(n) if sp.is_control(i) or sp.is_unknown(i))
+    ids = lambda i: i if i >= 0 else None  # noqa: E731
+    return Tok(
+        name=name, kind="sentencepiece", vocab_size=n,
+        encode_fn=lambda t: sp.encode(t), decode_fn=lambda ids_: sp.decode(ids_),
+        encode_batch_fn=lambda ts: sp.encode(ts, num_threads=os.cpu_count() or 1),
+        fallback_ids=fallback, special_ids=special,
+        eos_id=ids(sp.eos_id()), bos_id=ids(sp.bos_id()), pad_id=ids(sp.pad_id()), unk_id=ids(sp.unk_id()),
+        id_to_piece=sp.id_to_piece,
+        fingerprint=_sha256_bytes(sp.serialized_model_proto()),
+    )
+
+
+def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
+    """Wrap a ``tokenizers.Tokenizer``."""
+    model = json.loads(tok.to_str()).get("model", {})
+    vocab = tok.get_vocab(with_added_tokens=True)
+    fallback = set()
+    if model.get("byte_fallback"):
+        fallback |= {i for t, i in vocab.items() if _BYTE_PIECE.match(t)}
+    unk_id = None
+    unk = model.get("unk_token")
+    if unk is not None and unk in vocab:
+        unk_id = vocab[unk]
+    if model.get("type") == "Unigram" and model.get("unk_id") is not None:
+        unk_id = int(model["unk_id"])
+    if unk_id is not None:
+        fallback.add(unk_id)
+    added = tok.get_added_tokens_decoder()
+    special = frozenset(i for i, t in added.items() if t.special)
+    declared = {}
+    if path and (Path(path) / "tokenizer_config.json").is_file():
+        cfg = json.loads((Path(path) / "tokenizer_config.json").read_text(encoding="utf-8"))
+        for k in ("eos_token", "bos_token", "pad_token"):
+            v = cfg.get(k)
+            declared[k] = v.get("content") if isinstance(v, dict) else v
+    specials = {t.content: i for i, t in added.items() if t.special}
+
+    def find(key: str, names: tuple[str, ...]) -> int | None:
+        if declared.get(key) in vocab:
+            return vocab[declared[key]]
+        for pool in (specials, vocab):  # prefer special tokens: "</s>" can be an ordinary piece
+            for t in names:
+                if t in pool:
+                    return pool[t]
+        return None
+
+    eos = find("eos_token", ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "<|im_end|>"))
+    bos = find("bos_token", ("<|begin_of_text|>", "<s>", "<bos>"))
+    pad = find("pad_token", ("<pad>", "<|pad|>"))
+    return Tok(
+        name=name, kind="hf", vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        encode_fn=lambda t: tok.encode(t, add_special_tokens=False).ids,
+        decode_fn=lambda ids: tok.decode(ids, skip_special_tokens=False),
+        encode_batch_fn=lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)],
+        fallback_ids=frozenset(fallback), special_ids=special, eos_id=eos, bos_id=bos, pad_id=pad, unk_id=unk_id,
+        id_to_piece=tok.id_to_token, fingerprint=_sha256_bytes(tok.to_str().encode()), path=path,
+    )
+
+
+def _from_tiktoken(enc_name: str, name: str, cache_dir: str | os.PathLike | None = None) -> Tok:
+    import tiktoken
+
+    old = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if cache_dir is not None:  # tiktoken reads its cache folder from the environment: set it for this call only
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    try:
+        enc = tiktoken.get_encoding(enc_name)
+    except Exception as e:  # network or cache miss
+        raise TokenizerError(
+            f"tiktoken encoding {enc_name!r} could not be loaded ({type(e).__name__}: {e}). Offline, pass "
+            "tiktoken_cache= (or set TIKTOKEN_CACHE_DIR) to a folder holding tiktoken's cache files."
+        ) from e
+    finally:
+        if cache_dir is not None:
+            if old is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = old
+    ranks_hash = _sha256_bytes(repr(sorted(enc._mergeable_ranks.items())[:1000]).encode() + enc.name.encode())
+    return Tok(
+        name=name, kind="tiktoken", vocab_size=enc.n_vocab,
+        encode_fn=lambda t: enc.encode_ordinary(t), decode_fn=lambda ids: enc.decode(ids),
+        encode_batch_fn=lambda ts: enc.encode_ordinary_batch(ts),
+        special_ids=frozenset(enc._special_tokens.values()), eos_id=enc.eot_token,
+        fingerprint=ranks_hash,
+    )
+
+
+def _from_vocab_merges(folder: Path, name: str) -> Tok:
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+
+    tok = Tokenizer(BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    t = _from_hf_tokenizer(tok, name, str(folder))
+    vocab = tok.get_vocab()
+    if "<|endoftext|>" in vocab:
+        t.eos_id = vocab["<|endoftext|>"]
+        t.special_ids = frozenset({t.eos_id})
+    return t
+
+
+def load_tokenizer(spec: str | os.PathLike, name: str | None = None, *,
+                   tiktoken_cache: str | os.PathLike | None = None) -> Tok:
+    """Load a tokenizer from any supported spec (see the module docstring).
+
+    ``tiktoken_cache``: the folder of tiktoken's cache files, for a tiktoken spec offline.
+
+    >>> tok = load_tokenizer("tiktoken:gpt2")  # doctest: +SKIP
+    >>> tok.encode("Salam")  # doctest: +SKIP
+    [19221, 321]
+    """
+    s = str(spec)
+    name = name or (Path(s).name if os.path.exists(s) else s)
+    if s.startswith("tiktoken:") or s in TIKTOKEN_NAMES:
+        return _from_tiktoken(s.split(":", 1)[-1], name, tiktoken_cache)
+    p = Path(os.path.expanduser(s))
+    if p.is_dir():
+        return _from_folder(p, name)
+    if p.is_file():
+        if p.suffix == ".model":
+            return _from_sentencepiece(p, name)
+        if p.suffix == ".json":
+            from tokenizers import Tokenizer
+
+            return _from_hf_tokenizer(Tokenizer.from_file(str(p)), name, str(p.parent))
+        raise TokenizerError(f"{p}: unknown tokenizer file type (expected a folder, tokenizer.json or .model)")
+    if s.startswith(("/", "./", "../", "~")) or s.endswith((".model", ".json")) or s.count("/") > 1:
+        raise TokenizerError(f"tokenizer file not found: {s}")
+    return _from_hub(s, name)
+
+
+def load_baseline(name: str, *, local: str | os.PathLike | None, path: str | None = None, hub: str | None = None,
+                  tiktoken: str | None = None, data_root: str | os.PathLike | None = None) -> Tok:
+    """A baseline tokenizer: the ``local`` file or folder when there is one, else the ``hub`` id; a ``tiktoken``
+    encoding name reads tiktoken's cache from ``local`` (a folder of cached files; None: tiktoken's own cache).
+    ``path`` and ``data_root`` only word the error when neither is there.
+
+    >>> load_baseline("gpt4o", local=None, tiktoken="o200k_base").kind  # doctest: +SKIP
+    'tiktoken'
+    """
+    if tiktoken:
+        spec, cache = f"tiktoken:{tiktoken}", local
+    elif local is not None or hub:
+        spec, cache = str(local) if local is not None else hub, None
+    else:
+        raise TokenizerError(f"baseline tokenizer {name!r} not found: path {path!r} does not exist under "
+                             f"data root {data_root} and no hub id is given")
+    try:
+        return load_tokenizer(spec, name=name, tiktoken_cache=cache)
+    except TokenizerError:
+        raise
+    except Exception as e:
+        raise TokenizerError(f"baseline {name!r} ({spec}) could not be loaded: {type(e).__name__}: {e}") from e
+
+
+def _from_folder(p: Path, name: str) -> Tok:
+    if (p / "sp.model").is_file():  # our own export: the SentencePiece engine is ~6x faster than HF's
+        tok = _from_sentencepiece(p / "sp.model", name)
+        tok.path = str(p)
+        return tok
+    if (p / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return _from_hf_tokenizer(Tokenizer.from_file(str(p / "tokenizer.json")), name, str(p))
+    if (p / "tokenizer.model").is_file():
+        return _from_sentencepiece(p / "tokenizer.model", name)
+    if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():
+        return _from_vocab_merges(p, name)
+    raise TokenizerError(f"{p}: no tokenizer.json, *.model or vocab.json+merges.txt in this folder")
+
+
+def _from_hub(hub_id: str, name: str) -> Tok:
+    """A hub id such as ``meta-llama/Llama-3.2-1B`` (a gated one needs ``HF_TOKEN`` in the environment)."""
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(hub_id)
+    except Exception as e:
+        raise TokenizerError(f"could not load tokenizer {hub_id!r} from the Hugging Face Hub: {e}") from e
+    return _from_hf_tokenizer(hf.backend_tokenizer, name)
+
+
+# ---------------------------------------------------------------------------------------------------- training
+
+_TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)")
+_TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
+
+
+def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
+    from .morph import presplit
+
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for t in texts:
+            t = t.replace("\n", " ").strip()
+            if not t:
+                continue
+            if affix_presplit:
+                t = presplit(t, PRESPLIT_DELIMITER)
+            line = t + "\n"
+            f.write(line)
+            h.update(line.encode("utf-8"))
+            n += 1
+    if n == 0:
+        raise TokenizerError("empty corpus: no non-empty line to train a tokenizer on")
+    return h.hexdigest(), n
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    out_dir: str | os.PathLike,
+    *,
+    vocab_size: int,
+    model_type: str,
+    character_coverage: float = 0.9999,
+    byte_fallback: bool = True,
+    split_digits: bool = False,
+    max_piece_length: int = 16,
+    affix_presplit: bool = False,
+    split_by_whitespace: bool = True,
+    split_by_unicode_script: bool = True,
+    input_sentence_size: int = 0,
+    num_threads: int = 2,
+    seed: int = 1234,
+    force: bool = False,
+) -> Path:
+    """Train a SentencePiece tokenizer on ``texts`` (already normalized documents) and export it.
+
+    Returns ``out_dir``, which then holds ``sp.model`` / ``sp.vocab`` (SentencePiece), ``tokenizer.json``,
+    ``tokenizer_config.json``, ``special_tokens_map.json`` (Hugging Face) and ``azllm_tokenizer.json`` (options,
+    corpus sha256, line count). Raises :class:`VocabTooLargeError` when the corpus cannot fill ``vocab_size``.
+    The keyword defaults are SentencePiece-level choices for Azerbaijani; a run takes its values from
+    :class:`azllm.config.TokenizerConfig` (through :func:`azllm.recipes.tokenizers.tokenizer_options`).
+
+    Steps: write the corpus (hashing it) -> reuse an identical earlier model -> train -> export -> rename.
+
+    >>> folder = train_tokenizer(lines, "artifacts/tok", vocab_size=8000, model_type="bpe")  # doctest: +SKIP
+    >>> AutoTokenizer.from_pretrained(folder)  # doctest: +SKIP
+    """
+    if model_type not in ("unigram", "bpe"):
+        raise TokenizerError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}")
+    out_dir = Path(out_dir)
+    opts = dict(vocab_size=int(vocab_size), model_type=model_type, character_coverage=float(character_coverage),
+                byte_fallback=bool(byte_fallback), split_digits=bool(split_digits),
+                max_piece_length=int(max_piece_length), affix_presplit=bool(affix_presplit),
+                split_by_whitespace=bool(split_by_whitespace), split_by_unicode_script=bool(split_by_unicode_script),
+                input_sentence_size=int(input_sentence_size),
+                seed=int(seed))
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        corpus_sha, n_lines = _write_training_text(texts, tmp / "corpus.txt", affix_presplit)
+        key = json_hash({"opts": opts, "corpus": corpus_sha}, n=None)
+        if not force and _same_model_exists(out_dir, key):
+            return out_dir
+        _run_sentencepiece(tmp, opts, int(num_threads))
+        (tmp / "corpus.txt").unlink()
+        export_hf(tmp / "sp.model", tmp)
+        (tmp / "azllm_tokenizer.json").write_text(json.dumps(
+            {"key": key, "options": opts, "corpus_sha256": corpus_sha, "corpus_lines": n_lines,
+             "sentencepiece_model_sha256": hashlib.sha256((tmp / "sp.model").read_bytes()).hexdigest()},
+            indent=2))
+        replace_dir(tmp, out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _same_model_exists(out_dir: Path, key: str) -> bool:
+    """An earlier export in ``out_dir`` was trained on the same corpus with the same options."""
+    meta = out_dir / "azllm_tokenizer.json"
+    try:
+        return json.loads(meta.read_text()).get("key") == key and (out_dir / "tokenizer.json").is_file()
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
+    """Train ``tmp/sp.model`` from ``tmp/corpus.txt`` (our options, identity normalization, fixed specials)."""
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(opts["seed"])
+    kwargs = dict(
+        input=str(tmp / "corpus.txt"), model_prefix=str(tmp / "sp"), vocab_size=opts["vocab_size"],
+        model_type=opts["model_type"], character_coverage=opts["character_coverage"],
+        byte_fallback=opts["byte_fallback"], split_digits=opts["split_digits"],
+        max_sentencepiece_length=opts["max_piece_length"], split_by_whitespace=opts["split_by_whitespace"],
+        split_by_unicode_script=opts.get("split_by_unicode_script", True),
+        normalization_rule_name="identity", remove_extra_whitespaces=True,
+        input_sentence_size=opts["input_sentence_size"], shuffle_input_sentence=True, num_threads=num_threads,
+        max_sentence_length=1 << 16, unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"],
+        bos_piece=SPECIALS["bos"], eos_piece=SPECIALS["eos"], pad_piece=SPECIALS["pad"], hard_vocab_limit=True,
+        minloglevel=2,
+    )
+    if opts["affix_presplit"]:
+        kwargs["pretokenization_delimiter"] = PRESPLIT_DELIMITER
+    try:
+        spm.SentencePieceTrainer.train(**kwargs)
+    except RuntimeError as e:
+        m = _TOO_HIGH.search(str(e))
+        if m:
+            raise VocabTooLargeError(opts["vocab_size"], int(m.group(2))) from None
+        m = _TOO_SMALL.search(str(e))
+        if m:
+            raise VocabTooSmallError(opts["vocab_size"], int(m.group(2))) from None
+        raise TokenizerError(f"SentencePiece training failed: {e}") from None
+    _check_vocab_filled(tmp / "sp.model", opts["vocab_size"])
+    _strip_paths(tmp / "sp.model")
+
+
+def _check_vocab_filled(model_path: Path, vocab_size: int) -> None:
+    import sentencepiece as spm
+
+    n = spm.SentencePieceProcessor(model_file=str(model_path)).get_piece_size()
+    if n < vocab_size:
+        raise VocabTooLargeError(vocab_size, n)
+
+
+def _strip_paths(model_path: Path) -> None:
+    """SentencePiece stores the (temporary) input and output paths in the model; replace them with fixed names
+    so that the model file depends only on the corpus, the options and the seed."""
+    from transformers.convert_slow_tokenizer import import_protobuf
+
+    proto = import_protobuf().ModelProto()
+    proto.ParseFromString(model_path.read_bytes())
+    del proto.trainer_spec.input[:]
+    proto.trainer_spec.input.append("corpus.txt")
+    proto.trainer_spec.model_prefix = "sp"
+    model_path.write_bytes(proto.SerializeToString())
+    vocab = model_path.with_suffix(".vocab")
+    if vocab.exists():
+        vocab.write_text("".join(f"{p.piece}\t{p.score:g}\n" for p in proto.pieces), encoding="utf-8")
+
+
+def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Convert a SentencePiece model into a Hugging Face tokenizer folder (``tokenizer.json`` + config).
+
+    Uses transformers' own SentencePiece conversion (``SpmConverter.build_tokenizer_from_spm_proto``), which
+    follows the model's normalizer spec, byte fallback and BPE merge order, so the ids equal SentencePiece's.
+    """
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import SpmConverter, import_protobuf
+
+    model_pb2 = import_protobuf()
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(Path(model_path).read_bytes())
+    if proto.trainer_spec.model_type == 1:  # unigram
+        vocab = [(p.piece, p.score) for p in proto.pieces]
+    else:
+        vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
+    tok = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab, legacy=False)
+    if tok is None:
+        raise TokenizerError(f"{model_path}: unsupported SentencePiece model type {proto.trainer_spec.model_type}")
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=SPECIALS["unk"], bos_token=SPECIALS["bos"], eos_token=SPECIALS["eos"],
+        pad_token=SPECIALS["pad"], model_max_length=1_000_000_000, clean_up_tokenization_spaces=False,
+    )
+    hf.save_pretrained(str(out_dir))
+    return Path(out_dir)
+
+
+# ----------------------------------------------------------------------------------------------------- sweeps
+
+def variant_name(opts: dict) -> str:
+    """Short name of a tokenizer variant.
+
+    >>> variant_name({"model_type": "unigram", "vocab_size": 32000, "affix_presplit": True})
+    'unigram-32k-affix'
+    """
+    vs = opts["vocab_size"]
+    size = f"{vs // 1000}k" if vs % 1000 == 0 else str(vs)
+    return f"{opts['model_type']}-{size}" + ("-affix" if opts.get("affix_presplit") else "")
+
+
+def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict],
+                progress: bool = True) -> tuple[dict[str, Path], dict[str, str]]:
+    """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``.
+
+    Returns ``(trained, skipped)``: name -> folder for the variants trained (or reused: see
+    :func:`train_tokenizer`), and name -> reason for the variants whose vocabulary the corpus cannot fill
+    (:class:`VocabTooLargeError`), so that a sweep reports them instead of stopping.
+    """
+    from .utils import progress as progress_bar
+
+    out, skipped = {}, {}
+    for opts in progress_bar(options, desc="training tokenizers", disable=not progress):
+        name = variant_name(opts)
+        try:
+            out[name] = train_tokenizer(docs, Path(out_root) / name, **opts)
+        except VocabTooLargeError as e:
+            skipped[name] = str(e)
+    return out, skipped

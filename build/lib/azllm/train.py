@@ -1,0 +1,500 @@
+"""Training with the Hugging Face Trainer, fed by token files: full training from scratch, LoRA or QLoRA.
+
+One call, :func:`run_training`, turns a model + a tokenizer + token files + plain training arguments into a
+trained model and a plain dict of results (loss and bits-per-byte curves, tokens/s, peak memory, final val
+loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.train.train_model`) builds the
+:class:`TrainSpec` and the model (:func:`azllm.assemble.assemble_model`) from the params and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
+(``torchrun --nproc-per-node 2 -m azllm train params.yaml``). Decisions:
+
+- **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
+  input ids; the model shifts them). The Trainer's sampler shuffles them (seeded) and, under DDP, gives each rank
+  different windows. Evaluation uses the first ``eval_max_tokens`` tokens of each set as fixed windows.
+- **Bits per byte** (comparable across tokenizers): over the evaluated windows, ``bpb = sum of the next-token NLL
+  (nats) / ln 2 / B`` where ``B`` is the number of UTF-8 bytes of the text the *predicted* tokens decode to:
+  the predicted ids are cut at every EOS, each piece is decoded with the tokenizer and its UTF-8 bytes are counted,
+  and each EOS counts as 1 byte (the newline that separated the documents in the corpus). The summed NLL is the
+  Trainer's eval loss times the number of predicted tokens (every window has the same length, so the mean over
+  windows is the mean over tokens). Perplexity is ``exp(loss)`` per token of *this* tokenizer (not comparable
+  across tokenizers; bpb is).
+- **Schedule**: linear warmup then cosine decay to ``lr * min_lr_ratio`` (``cosine_with_min_lr``); AdamW with
+  decay on matrices only; gradient clipping; gradient accumulation; gradient checkpointing on request (non-reentrant).
+- **Precision**: ``auto`` = bf16 autocast on GPUs that support it, fp16 (with loss scaling) on older GPUs; on a CPU
+  with bf16 instructions (AVX512-BF16 or AMX, :func:`cpu_has_bf16`) bf16 autocast for a model of at least
+  :data:`CPU_BF16_MIN_PARAMS` parameters, else fp32. Measured on 2 idle cores of an AVX512-BF16 EPYC, SmolLM2-135M,
+  LoRA r=16 all-linear, 4 x 256, a bare PyTorch + PEFT loop: 6.7 / 7.7 s per step in fp32 against 5.0 / 5.7 s in
+  bf16 (1.35x), first-step loss 13.4919 against 13.4886 (0.02% apart; the stated tolerance is 1%); through TRL's
+  SFT path 5.6 -> 4.5 s per step. The stand-ins below 20M parameters stay fp32 (not measured faster; their numbers
+  stay exact and comparable with earlier reports). ``bf16``/``fp16``/``fp32`` force it.
+- **Checkpoints**: every ``save_steps``, safetensors (adapters alone for LoRA/QLoRA, peft's ``save_pretrained``),
+  plus optimizer, scheduler, RNG states and the Trainer state, keeping the last ``save_total_limit``. The Trainer
+  writes a checkpoint folder in place, so a checkpoint only counts once ``azllm_complete.json`` is written in it
+  (atomically, after everything else): resume picks the newest *complete* checkpoint and ignores a half-written one.
+- **Resume**: with ``resume`` a run whose output folder holds a complete checkpoint continues from it: weights,
+  optimizer, scheduler, RNG states and the data position (the Trainer replays the seeded sampler and skips the
+  batches already seen), so the loss curve is the one of an uninterrupted run (tested). The train recipe names the
+  output folder by a hash of everything that shapes the run (the ``key``), so a changed run never resumes from
+  another's checkpoint, and :func:`finished_result` returns a finished run as is.
+- **Non-finite loss**: a forward hook folds every training loss's ``isfinite`` into an on-device flag, read at
+  each logging step and before each checkpoint (where the Trainer syncs anyway), so the check adds no host-device
+  sync per step on a GPU; a NaN/inf raises :class:`NonFiniteLossError` naming the step and the last good
+  checkpoint, and never reaches a checkpoint. Weights are also checked before each checkpoint is written.
+- **Safety**: no ``trust_remote_code``; weights are safetensors; the Trainer loads optimizer/scheduler/RNG states
+  with ``torch.load(weights_only=True)``.
+- **Interruptions**: SIGTERM (a spot notice, a preemption) finishes the step, writes a complete checkpoint and
+  stops (:class:`StopOnSignalCallback`); the result says ``interrupted`` and a restart resumes from it. Under
+  several processes the ranks agree on the stop step (one all-reduce of the flag at logging, evaluation and save
+  steps, never per step), so a signal that reaches one rank only, or the ranks on different steps, stops all of
+  them on the same step. The stop callback runs before the safety callback, so the checkpoint of a stop is checked
+  for a non-finite loss and weights like any other. The first train loss logged after a resume between two logging
+  steps averages only the steps since the resume: the Trainer's running loss is not in the checkpoint (left so:
+  restoring it means writing the Trainer's private ``_tr_loss`` per rank into every checkpoint).
+- **No wasted steps** (measured by :mod:`azllm.bench.overhead` against a bare nanoGPT-style loop): on CPU the
+  process keeps freed memory for the next step (:func:`keep_freed_memory`, glibc's trim and mmap thresholds; without
+  it every step faulted 10-30k fresh pages back in, 10-20% of a step); the loss is the plain batch mean, not the
+  Trainer's sum over a token count (the windows are never padded, so both are the same number, and the count costs
+  an all-gather over the processes every step); the FLOP estimate does not count the parameters every step; DDP
+  does not search for unused parameters (every trainable weight is used); on a GPU the batch goes to the
+  device from pinned memory without a blocking copy, and no callback synchronizes the device on its own (throughput
+  and the non-finite flag are read where the Trainer syncs anyway: logging steps, evaluations, checkpoints).
+- **FSDP** (``fsdp``, ``fsdp_config``: the Trainer's arguments, FSDP2 by default, the decoder layers wrapped):
+  the same run sharded over the processes of ``torchrun``; the final model is gathered by every rank and written
+  by rank 0. Checked on CPU against a single-process run (tests/test_distributed.py).
+- **Progress**: one bar of optimizer steps (:class:`ProgressBarCallback`) on the terminal or the run's log; the
+  Trainer's own bars, notebook table and log printing are off, so report pages stay clean.
+- **Throughput** (:class:`ThroughputCallback`): tokens/s over optimizer steps after ``untimed_steps``,
+  leaving out intervals that contained an evaluation or a checkpoint; step time; peak memory: CUDA
+  ``max_memory_allocated`` / ``max_memory_reserved``, on CPU the peak RSS sampled at every step of this run
+  (``peak_rss_mb``) and the process's lifetime peak (``ru_maxrss``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import time
+import warnings
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .assemble import METHODS  # noqa: F401  (one list of training methods)
+from .callbacks import (NonFiniteLossError, ProgressBarCallback, RowsFirstCallback, SafetyCallback,  # noqa: F401
+                        StopOnSignalCallback, ThroughputCallback, latest_checkpoint)
+from .utils import atomic_write_json, json_hash, replace_dir
+
+__all__ = ["TrainSpec", "run_key", "run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
+           "RowsFirstCallback", "StopOnSignalCallback",
+           "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
+           "load_trained", "generate", "precision_flags", "cpu_has_bf16", "CPU_BF16_MIN_PARAMS", "keep_freed_memory",
+           "METHODS"]
+
+# ----------------------------------------------------------------------------------------------------- data
+
+def count_bytes(ids, tokenizer, eos_id: int | None = None) -> int:
+    """UTF-8 bytes of the text that ``ids`` decode to, each EOS counting 1 byte (the document separator).
+
+    >>> count_bytes(tok.encode("Salam") + [tok.eos_id] + tok.encode("dünya"), tok)  # doctest: +SKIP
+    12
+    """
+    eos = tokenizer.eos_id if eos_id is None else eos_id
+    ids = np.asarray(ids, dtype=np.int64).ravel()
+    cuts = np.flatnonzero(ids == eos) if eos is not None else np.zeros(0, dtype=np.int64)
+    total, start = 0, 0
+    for c in list(cuts) + [len(ids)]:
+        if c > start:
+            total += len(tokenizer.decode(ids[start:c].tolist()).encode("utf-8"))
+        start = c + 1
+    return total + len(cuts)
+
+
+def bytes_per_token(token_file, tokenizer, max_tokens: int = 200_000) -> float:
+    """UTF-8 bytes per token over the first ``max_tokens`` tokens of a token file (see :func:`count_bytes`).
+
+    Used to put the *training* loss on the bits-per-byte scale (``bpb ~ loss / ln 2 / bytes_per_token``), an
+    approximation since the training windows are random; the evaluation bpb is exact.
+    """
+    from .tokens import TokenFile
+
+    tf = token_file if isinstance(token_file, TokenFile) else TokenFile(token_file, tokenizer)
+    ids = np.asarray(tf.tokens[:max_tokens], dtype=np.int64)
+    return count_bytes(ids, tokenizer, tf.eos_id) / max(len(ids), 1)
+
+
+def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None = None) -> dict:
+    """Fixed evaluation windows over the start of a token file, and the bytes their predictions cover.
+
+    Returns ``{"dataset", "windows", "predicted_tokens", "bytes"}``. Window ``k`` holds tokens
+    ``[k*B, (k+1)*B)``; the model predicts tokens ``k*B+1 .. (k+1)*B-1`` from it.
+    """
+    from torch.utils.data import Subset
+
+    from .tokens import TokenFile, TokenWindowDataset
+
+    tf = token_file if isinstance(token_file, TokenFile) else TokenFile(token_file, tokenizer)
+    ds = TokenWindowDataset(tf, block_size)
+    n = len(ds) if not max_tokens else max(1, min(len(ds), int(max_tokens) // block_size))
+    toks = np.asarray(tf.tokens[: n * block_size], dtype=np.int64).reshape(n, block_size)
+    pred = toks[:, 1:]
+    nbytes = sum(count_bytes(row, tokenizer, tf.eos_id) for row in pred)
+    return {"dataset": Subset(ds, list(range(n))), "windows": n, "predicted_tokens": int(pred.size),
+            "bytes": int(nbytes)}
+
+
+# ---------------------------------------------------------------------------------------------------- model
+
+CPU_BF16_MIN_PARAMS = 20_000_000
+"""``precision: auto`` on a CPU picks bf16 autocast from this many parameters on (module docstring)."""
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has bf16 matrix instructions (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo`` (Linux;
+    False elsewhere). ``AZLLM_CPU_BF16=0`` / ``1`` overrides the reading."""
+    forced = os.environ.get("AZLLM_CPU_BF16")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def precision_flags(precision: str, n_params: int | None = None) -> dict:
+    """``{"bf16": bool, "fp16": bool}`` for the Trainer (see the module docstring); ``n_params``: the model's
+    parameter count (``auto`` on a CPU: fp32 when it is not given).
+
+    >>> precision_flags("fp32")
+    {'bf16': False, 'fp16': False}
+    """
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        if cuda:
+            return {"bf16": torch.cuda.is_bf16_supported(), "fp16": not torch.cuda.is_bf16_supported()}
+        big = n_params is not None and n_params >= CPU_BF16_MIN_PARAMS
+        return {"bf16": big and cpu_has_bf16(), "fp16": False}
+    if precision == "fp32":
+        return {"bf16": False, "fp16": False}
+    if precision == "bf16":
+        return {"bf16": True, "fp16": False}
+    if precision == "fp16":
+        if not cuda:
+            raise ValueError("train.precision fp16 needs a CUDA GPU (fp16 autocast with loss scaling); use bf16 "
+                             "or fp32 on CPU")
+        return {"bf16": False, "fp16": True}
+    raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
+
+
+# ---------------------------------------------------------------------------------------------------- train
+
+def _curves(log_history: list[dict]) -> dict:
+    train = [{"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
+             for h in log_history if "loss" in h]
+    evals: dict[str, list] = {}
+    for h in log_history:
+        for k, v in h.items():
+            if k.startswith("eval_") and k.endswith("_loss"):
+                name = k[len("eval_"):-len("_loss")]
+                evals.setdefault(name, []).append({"step": h["step"], "loss": v, "ppl": h.get(f"eval_{name}_ppl"),
+                                                   "bpb": h.get(f"eval_{name}_bpb")})
+    return {"train": train, "eval": evals}
+
+
+def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
+    """The ``results.json`` of a run in ``output_dir`` that finished with the same ``key``, else None."""
+    path = Path(output_dir) / "results.json"
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if done.get("key") == key:
+            return {**done, "cached": True}
+    return None
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """The training loop's arguments in plain values, named as in :class:`azllm.config.TrainConfig` (built from the
+    params in one place, :func:`azllm.recipes.train.train_spec`). Fields whose metadata says ``keyed: False`` do not
+    change what a run computes (how it is tracked, resumed or shown), so :func:`run_key` leaves them out; every
+    other field, including one added later, is part of the key."""
+
+    max_steps: int = 400
+    lr: float = 3e-3
+    block_size: int = 128
+    batch_size: int = 8
+    grad_accum: int = 1
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    grad_clip: float = 1.0
+    optimizer: str = "adamw"
+    precision: str = "auto"
+    gradient_checkpointing: bool = False
+    eval_steps: int = 100
+    eval_max_tokens: int | None = 16384
+    eval_batch_size: int = 16
+    logging_steps: int = 10
+    save_steps: int = 200
+    save_total_limit: int = 2
+    untimed_steps: int = 5
+    seed: int = 1234
+    eval_on_start: bool = False
+    rows_only_steps: int = 0
+    fsdp: bool = False
+    fsdp_config: dict = field(default_factory=dict)
+    resume: bool = field(default=True, metadata={"keyed": False})
+    report_to: tuple = field(default=("tensorboard",), metadata={"keyed": False})
+
+    def keyed(self) -> dict:
+        """The fields that shape the run (see the class docstring); FSDP's only when it is on (its checkpoints are
+        sharded differently: a run of its own)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("keyed", True)}
+        if not self.fsdp:
+            out.pop("fsdp"), out.pop("fsdp_config")
+        return out
+
+
+def run_key(*, model: dict, train: TrainSpec, tokenizer: str, data: dict, **extra) -> str:
+    """Everything that shapes a training run, hashed (12 hex digits): the model's spec
+    (:class:`azllm.assemble.ModelSpec` as a dict), the training loop's :meth:`TrainSpec.keyed` fields, the
+    tokenizer's fingerprint, the token files' keys (``data``) and anything else the caller names (``extra``).
+    It names the run's output folder and is written to its ``results.json`` (:func:`finished_result`).
+
+    >>> run_key(model={"preset": "tiny"}, train=TrainSpec(), tokenizer="f", data={}) == run_key(
+    ...     model={"preset": "tiny"}, train=TrainSpec(resume=False, report_to=()), tokenizer="f", data={})
+    True
+    """
+    return json_hash({"model": model, "train": train.keyed(), "tokenizer": tokenizer, "data": data, **extra}, n=12)
+
+
+def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: dict, output_dir: str | os.PathLike,
+                 key: str, info: dict | None = None, callbacks: list | tuple = (), progress: bool = True) -> dict:
+    """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
+
+    ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
+    and dev sets); ``key``: what identifies the run (:func:`run_key`; written to ``results.json``, see
+    :func:`finished_result`); ``info``: what the caller knows about the model (Liger report, parameters, source),
+    copied to the results. Of ``spec``: ``eval_on_start`` evaluates before the first step too (the curves then
+    start at step 0, the model as given); ``report_to`` names the Trainer's experiment trackers (``tensorboard``
+    writes to ``output_dir/runs/``); ``rows_only_steps`` is a two-stage schedule for adapters: the first steps
+    update only the trainable token rows (:class:`RowsFirstCallback`), then LoRA's matrices join; ``fsdp`` /
+    ``fsdp_config`` shard through the Trainer (``fsdp_config`` keys as in transformers', over ``{"version": 2}``);
+    a launch that accelerate runs as plain data parallel anyway (CPU) is warned about.
+
+    Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
+    -> final evaluation -> final model folder -> ``results.json``.
+
+    Returns ``{"method", "output_dir", "final_dir", "checkpoint", "curves": {"train": [...], "eval": {set: [...]}},
+    "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "steps", "seconds", "resumed_from",
+    "eval_sets": {...}, **info}`` plus ``model`` and ``trainer`` (not in the JSON).
+    """
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if int(os.environ.get("RANK", "0")) == 0:  # what a checkpoint of this run was trained with (azllm eval reads it)
+        atomic_write_json(out / "azllm_run.json",
+                          {"tokenizer_path": tokenizer.path, "tokenizer": tokenizer.fingerprint, "key": key})
+    eval_info = {name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens)
+                 for name, path in eval_files.items()}
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    trainer, (safety, throughput, stop) = _trainer(model, spec, tokenizer, train_file, eval_info, out, world,
+                                                   callbacks, progress)
+    ck = latest_checkpoint(out) if spec.resume else None
+    malloc = keep_freed_memory() if not torch.cuda.is_available() else False
+    t0 = time.perf_counter()
+    try:
+        trainer.train(resume_from_checkpoint=str(ck) if ck else None)
+    finally:
+        safety.handle.remove()
+    seconds = time.perf_counter() - t0
+    if stop.stopped:  # every rank wrote a complete checkpoint at this step; no final evaluation, no results.json
+        return {"key": key, "interrupted": stop.stopped, "steps": trainer.state.global_step, "seconds": seconds,
+                "output_dir": str(out), "checkpoint": str(latest_checkpoint(out)), "model": model, "trainer": trainer}
+    final = _final_metrics(trainer, safety, eval_info)
+    final_dir = _save_final(trainer, out, {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path,
+                                           "key": key, **{k: v for k, v in (info or {}).items() if k == "method"}})
+    result = {
+        "key": key, "output_dir": str(out), "final_dir": str(final_dir),
+        "checkpoint": str(latest_checkpoint(out)) if latest_checkpoint(out) else None,
+        "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
+        "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
+        "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
+        "world_size": world, "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16}, "lr": spec.lr, "max_steps": spec.max_steps,
+        "fsdp": bool(trainer.is_fsdp_enabled), "freed_memory_kept": malloc, "cached": False, **(info or {}),
+    }
+    if trainer.is_world_process_zero():
+        atomic_write_json(out / "results.json", result)
+    return {**result, "model": model, "trainer": trainer}
+
+
+def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out: Path, world: int, callbacks,
+             progress: bool):
+    """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
+    progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
+    from transformers import Trainer
+
+    from .tokens import TokenFile, TokenWindowDataset
+
+    throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.block_size * world, spec.untimed_steps)
+    safety = SafetyCallback(model, eval_info, out, spec.grad_accum)
+    stop = StopOnSignalCallback()
+    rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
+    n_params = sum(p.numel() for p in model.parameters())
+    trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world, n_params=n_params),
+                      train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
+                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
+                      callbacks=[stop, safety, throughput, *callbacks, *rows_first])
+    _adjust(trainer, model, spec.optimizer, dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
+            fsdp=spec.fsdp)
+    if progress:
+        trainer.add_callback(ProgressBarCallback())
+    return trainer, (safety, throughput, stop)
+
+
+def _training_arguments(out: Path, spec: TrainSpec, *, world: int, n_params: int | None = None):
+    """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
+    the seed for the model's sampler too, gloo for CPU DDP (no search for unused parameters), FSDP on request, and
+    on CUDA a non-blocking copy of each batch from pinned memory (a blocking one would sync every step)."""
+    from transformers import TrainingArguments
+
+    cuda = torch.cuda.is_available()
+    s = spec
+    return TrainingArguments(
+        output_dir=str(out), max_steps=s.max_steps, per_device_train_batch_size=s.batch_size,
+        per_device_eval_batch_size=s.eval_batch_size, gradient_accumulation_steps=s.grad_accum,
+        learning_rate=s.lr, lr_scheduler_type="cosine_with_min_lr",
+        lr_scheduler_kwargs={"min_lr_rate": float(s.min_lr_ratio)}, warmup_steps=s.warmup_steps,
+        weight_decay=s.weight_decay, max_grad_norm=s.grad_clip, logging_steps=s.logging_steps,
+        eval_strategy="steps", eval_steps=s.eval_steps, save_strategy="steps", save_steps=s.save_steps,
+        save_total_limit=s.save_total_limit, activation_checkpointing=s.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=list(s.report_to), seed=s.seed,
+        data_seed=s.seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=s.eval_on_start,
+        remove_unused_columns=False, disable_tqdm=True, use_cpu=not cuda,
+        ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
+        prediction_loss_only=True, dataloader_pin_memory=cuda, accelerator_config={"non_blocking": cuda},
+        fsdp=bool(s.fsdp), fsdp_config={"version": 2, **(s.fsdp_config or {})} if s.fsdp else None,
+        **precision_flags(s.precision, n_params))
+
+
+def _adjust(trainer, model, optimizer: str, opt_kwargs: dict, *, fsdp: bool) -> None:
+    """What azllm changes on a new Trainer: the loss is the plain batch mean (the windows are never padded, so it
+    is the token mean), azllm's optimizer is built when the Trainer asks for it (:func:`_create_optimizer`), the
+    FLOP count is kept without counting the parameters every step, the Trainer's own log printing and bars are off
+    (log dicts stay out of stdout and out of report pages), and FSDP that accelerate does not run is warned about."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.model_accepts_loss_kwargs = False
+    trainer.create_optimizer = functools.partial(_create_optimizer, trainer, optimizer, opt_kwargs)
+    if hasattr(model, "num_parameters"):
+        n_flop_params = model.num_parameters(exclude_embeddings=True)
+        trainer.floating_point_ops = lambda inputs: 6 * inputs["input_ids"].numel() * n_flop_params
+    if fsdp and not trainer.is_fsdp_enabled:
+        warnings.warn(f"train.fsdp is set, but accelerate runs this launch as {trainer.accelerator.distributed_type} "
+                      "(it turns only GPU launches into FSDP): training continues as plain data parallel")
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+def _create_optimizer(trainer, name: str, kwargs: dict, model=None):
+    """The Trainer's ``create_optimizer``: :func:`azllm.lora.make_optimizer`, built when the Trainer asks for it, so
+    that FSDP and DeepSpeed get it where they need it (the Trainer refuses a ready optimizer under FSDP)."""
+    from .lora import make_optimizer
+
+    if trainer.optimizer is None:
+        trainer.optimizer = make_optimizer(trainer.model if model is None else model, name, **kwargs)
+    return trainer.optimizer
+
+
+def _final_metrics(trainer, safety, eval_info: dict) -> dict:
+    """Loss, perplexity and bpb of every eval set at the last step (evaluated again unless it just was)."""
+    hist = trainer.state.log_history
+    step = trainer.state.global_step
+    last = [h for h in hist if "eval_val_loss" in h]
+    if last and last[-1]["step"] == step:
+        metrics = {k: v for h in hist if h.get("step") == step for k, v in h.items() if k.startswith("eval_")}
+    else:
+        metrics = trainer.evaluate()
+        safety.on_evaluate(trainer.args, trainer.state, trainer.control, metrics=metrics)
+    return {name: {m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")} for name in eval_info}
+
+
+def _save_final(trainer, out: Path, meta: dict) -> Path:
+    """The final model (adapters alone for LoRA) in ``out/final``, written to a temporary folder and renamed. Every
+    rank calls ``save_model`` (FSDP and ZeRO-3 gather the full weights together); rank 0 writes."""
+    final_dir = out / "final"
+    tmp = out / ".final.tmp"
+    if trainer.is_world_process_zero():
+        shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save_model(str(tmp))
+    if trainer.is_world_process_zero():
+        atomic_write_json(tmp / "azllm_model.json", meta)
+        replace_dir(tmp, final_dir)
+    return final_dir
+
+
+def keep_freed_memory() -> bool:
+    """Keep memory that training frees inside the process for the next step (CPU, glibc), as PyTorch's caching
+    allocator does on a GPU: glibc's trim threshold to 1 GiB and its mmap threshold to the 32 MiB maximum, both fixed
+    (by default glibc adapts them and hands the step's activations back to the OS, so the next step faults them in
+    again: 10-30k page faults per step and 10-20% of the step time at the tiny preset, measured). Process-wide and
+    left in place; nothing happens where the environment sets glibc's malloc itself (``MALLOC_TRIM_THRESHOLD_``,
+    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_MMAP_MAX_``, ``MALLOC_TOP_PAD_``, ``GLIBC_TUNABLES``: the memory benchmark
+    does) or off glibc. Returns whether it applied."""
+    import ctypes
+    import sys
+
+    names = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_TOP_PAD_")
+    if not sys.platform.startswith("linux") or any(n in os.environ for n in names) or \
+            "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # glibc only  # noqa: B018
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    return bool(libc.mallopt(m_trim_threshold, 1 << 30)) and bool(libc.mallopt(m_mmap_threshold, 32 << 20))
+
+
+def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):
+    """Load a model saved by :func:`run_training` (full weights, or a base + LoRA adapter) for generation."""
+    from transformers import LlamaForCausalLM
+
+    final_dir = Path(final_dir)
+    if (final_dir / "adapter_config.json").is_file():
+        from peft import AutoPeftModelForCausalLM
+
+        return AutoPeftModelForCausalLM.from_pretrained(str(final_dir), dtype=dtype)
+    return LlamaForCausalLM.from_pretrained(str(final_dir), dtype=dtype, use_safetensors=True)
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: list[str], *, max_new_tokens: int = 40, temperature: float = 0.8,
+             top_k: int = 50, seed: int = 0) -> list[dict]:
+    """Greedy and sampled continuations of each prompt: ``[{"prompt", "greedy", "sampled"}]`` (text only).
+
+    The prompt is encoded without special tokens (as in the token files, where documents follow an EOS, the
+    prompt is preceded by EOS). Sampling is seeded.
+    """
+    from .lora import check_not_repacked
+
+    check_not_repacked(model)
+    model.eval()
+    dev = next(model.parameters()).device
+    rows = []
+    for p in prompts:
+        ids = torch.tensor([[tokenizer.eos_id] + tokenizer.encode(p)], dtype=torch.long, device=dev)
+        row = {"prompt": p}
+        for mode in ("greedy", "sampled"):
+            torch.manual_seed(seed)
+            kw = dict(do_sample=False) if mode == "greedy" else dict(do_sample=True, temperature=temperature,
+                                                                       top_k=top_k)
+            outp = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                  eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id or tokenizer.eos_id,
+                                  **kw)
+            row[mode] = tokenizer.decode(outp[0, ids.shape[1]:].tolist()).replace("</s>", " ⏎ ")
+        rows.append(row)
+    return rows
