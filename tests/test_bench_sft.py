@@ -1,8 +1,10 @@
-"""The SFT overhead benchmark's two paths do the same work: a bare TRL SFTTrainer and azllm's run_sft, from the
+"""The SFT overhead benchmark's paths do the same work: a bare TRL SFTTrainer and azllm's run_sft, from the
 same base, template, adapters and conversations, log the same losses and count the same tokens (the ratio it
 reports is then the cost of azllm's additions; the speed itself is measured by `azllm bench sft`, not here)."""
 
 import json
+
+import pytest
 
 from azllm.bench.sft import StepTimer, measure_sft
 from sft_helpers import conversations, tiny_base  # noqa: F401  (fixtures)
@@ -15,12 +17,15 @@ def test_both_paths_train_the_same_losses_on_the_same_tokens(tiny_base, conversa
            "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
            "spec": {"max_steps": 6, "batch_size": 2, "max_length": 256, "lr": 3e-3, "warmup_steps": 1,
                     "logging_steps": 1, "untimed_steps": 2, "keep_best": False, "eval_steps": 1000},
-           "threads": 1, "workdir": str(tmp_path), "order": ["bare", "recipe"]}
+           "threads": 1, "workdir": str(tmp_path), "order": ["bare", "recipe", "loop"]}
     r = measure_sft(job)
     b, a = r["bare"], r["recipe"]
     assert b["steps"] == a["steps"] == 6 and b["tokens"] == a["tokens"] > 0
-    assert len(b["losses"]) == 6 and b["losses"] == a["losses"]
+    assert len(b["losses"]) == 6 and b["losses"] == pytest.approx(a["losses"], rel=1e-5)  # compact head: same loss
     assert b["timed_steps"] == a["timed_steps"] == 4 and b["tokens_per_s"] > 0 and a["tokens_per_s"] > 0
+    loop = r["loop"]  # the bare PyTorch + PEFT loop: the same shapes, its own order of the conversations
+    assert loop["steps"] == 6 and loop["timed_steps"] == 4 and loop["tokens"] > 0 and loop["tokens_per_s"] > 0
+    assert r["load_start"] >= 0 and r["load_end"] >= 0 and a["peak_rss_gb"] > 0
 
 
 def test_the_step_timer_leaves_the_untimed_steps_out():

