@@ -71,19 +71,8 @@ def run_notebooks(params_file, **kwargs):
     return run_dir, ok
 
 
-# session fixtures that cost tens of seconds: under ``pytest -n 2 --dist loadgroup`` (make test) the tests that use
-# one of them run on one worker, so the fixture is built once per run, not once per worker
-SHARED_FIXTURES = ("adapt_report", "smol_folder", "gguf_loaded", "uninterrupted")
-
-
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``needs_shared`` skip, saying so, without the full shared folder; the tests of one expensive
-    session fixture form one ``xdist_group``."""
-    for item in items:
-        for name in SHARED_FIXTURES:
-            if name in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(name))
-                break
+    """Tests marked ``needs_shared`` skip, saying so, without the full shared folder."""
     if shared_root() is not None:
         return
     skip = pytest.mark.skip(reason="needs the full shared data (../shared beside the repository, or $AZLLM_SHARED)")
