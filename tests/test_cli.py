@@ -108,7 +108,8 @@ def test_bench_overhead_runs(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- the README's commands
-README = (REPO / "README.md").read_text()
+# the README and its pages (docs/): every command either shows is run here
+README = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 PLACEHOLDERS = {"PARAMS": "params/default.yaml", "params/my_gpu.yaml": "params/gpu.yaml",
                 "params/x.yaml": "params/default.yaml", "NB": "01_tokenizers", "DIR": "/tmp/x", "N": "2",
                 "X": "0.1", "M": "lora", "FILE": "/tmp/x.json"}

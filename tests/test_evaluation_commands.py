@@ -43,7 +43,7 @@ def test_multi_gpu_and_vllm_commands_parse():
 
 
 def test_every_lm_eval_command_of_the_readme_parses():
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(p.read_text(encoding="utf-8") for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     lines = [ln.strip() for ln in re.findall(r"^\s*((?:accelerate launch|lm_eval) .*)$", text, flags=re.M)
              if "lm_eval" in ln]
     assert len(lines) >= 2

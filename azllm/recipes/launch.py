@@ -43,7 +43,7 @@ call at all (tested with sockets and botocore calls refused). ``train()`` upload
 bucket and creates the job.
 
 The extra is not in requirements.lock: every sagemaker-core 2.x declares protobuf<7, and the pinned sentencepiece
-0.2.3 needs protobuf>=7.36.1 (see the README, SageMaker). The job never needs the SDK.
+0.2.3 needs protobuf>=7.36.1 (see docs/scale-out.md, SageMaker). The job never needs the SDK.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _sdk():
         from sagemaker.train.distributed import Torchrun
     except ImportError as e:
         raise ImportError(f"python -m azllm launch needs the SageMaker SDK, the azllm[sagemaker] extra (see the "
-                          f"README, SageMaker): {e}") from e
+                          f"docs/scale-out.md, SageMaker): {e}") from e
     return dict(boto3=boto3, Session=Session, CheckpointConfig=CheckpointConfig, Compute=Compute,
                 InputData=InputData, OutputDataConfig=OutputDataConfig, SourceCode=SourceCode,
                 StoppingCondition=StoppingCondition, ModelTrainer=ModelTrainer, Torchrun=Torchrun)
