@@ -6,9 +6,10 @@ The library, one concept per module, data flowing one way (each imports only the
 ``model`` -> ``lora`` -> ``callbacks`` -> ``train`` -> ``export`` (merge into a standalone folder).
 Library functions take plain named arguments.
 
-Around it: ``config`` (the typed params), ``run`` and ``adapt`` (the run layer: params -> artifacts, the only
-readers of a config), ``bench`` (every measurement, each in a fresh process), ``tables`` and ``plots`` (what the reports show)
-and ``report`` (papermill -> HTML pages + metrics.json).
+Around it: ``config`` (the typed params, where every default lives), ``recipes`` (params -> artifacts, one module
+per stage: the only readers of a config), ``corpus``, ``evaluation`` and ``sft`` (the corpus stage, lm-eval
+scoring, instruction tuning), ``bench`` (every measurement, each in a fresh process), ``tables`` and ``plots``
+(what the reports show), ``report`` (papermill -> HTML pages + metrics.json) and ``cli`` (``python -m azllm``).
 """
 
 __version__ = "0.1.0"

@@ -240,8 +240,8 @@ def _bench_eval(args) -> int:
                             batch_sizes=tuple(args.batch_sizes))
     for r in res["rows"]:
         print(f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
-              f"{r['items_per_s']:.1f} items/s")
-    med = "  ".join(f"batch {bs}: {v:.1f} items/s" for bs, v in res["medians"].items())
+              f"{r['items_per_s']:.3g} items/s (load {r['load_start']} -> {r['load_end']})")
+    med = "  ".join(f"batch {bs}: {v:.3g} items/s" for bs, v in res["medians"].items())
     print(f"{res['task']}, median of {res['rounds']} fresh processes: {med}; ratio {res['ratio']:.2f}")
     return 0
 

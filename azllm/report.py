@@ -199,16 +199,16 @@ def _tokenizer_answer(m: dict) -> tuple | None:
 
 
 def _bpb_answer(m: dict) -> tuple | None:
-    import math
-
     t = m.get("train") or {}
     if t.get("final_val_bpb") is None:
         return None
-    held = {k[len("final_"):-len("_bpb")]: v for k, v in t.items() if k.startswith("final_") and k.endswith("_bpb")}
-    uniform = (math.log2(t["tokenizer_vocab"]) / t["train_bytes_per_token"]
-               if t.get("tokenizer_vocab") and t.get("train_bytes_per_token") else None)
+    held = {k[len("final_"):-len("_bpb")]: v for k, v in t.items()
+            if k.startswith("final_") and k.endswith("_bpb") and not k.endswith("_uniform_bpb")}
+    uniform = {k: t.get(f"final_{k}_uniform_bpb") for k in held}  # each set's own, computed by the recipe
+    ref = ", ".join(f"{k} {_f(v)}" for k, v in uniform.items() if v is not None)
     return ("Held-out bits per byte", ", ".join(f"{k} {_f(v)}" for k, v in held.items()),
-            f"a uniform guess over the vocabulary: {_f(uniform)}", "03_train.html")
+            f"a uniform guess over the vocabulary on the same sets: {ref}" if ref else "no baseline recorded",
+            "03_train.html")
 
 
 def _adapt_answer(m: dict) -> tuple | None:
@@ -231,9 +231,13 @@ def _eval_answer(m: dict) -> tuple | None:
     top = rank[0]
     en = (f"; English {e.get('en_headline')} {_f(top['en_change'], '{:+.3f}')} ({top['en_verdict']})"
           if top.get("en_change") is not None else "")
-    return ("Most Azerbaijani per device-hour (downstream)",
-            f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
-            f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}",
+    answer = (f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
+              f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}")
+    if (e.get("moved") or {}).get("base_at_chance"):  # no chance-level number presented as an answer
+        answer = ("none here: this base is a stand-in that sits at chance on every multiple-choice task, so its "
+                  "downstream changes are noise (" + answer + "). The answer on a real base is the SmolLM2-135M "
+                  "run: python -m azllm run params/smollm2.yaml (README, results)")
+    return ("Most Azerbaijani per device-hour (downstream)", answer,
             "the base before adaptation; a gain only beyond 1.96 paired standard errors", "06_evaluate.html")
 
 

@@ -22,7 +22,7 @@ from .bench.encoder import VARIANT_LABELS
 __all__ = ["corpus_table", "mix_table", "adapt_rows", "tokenizer_tables", "best_summary", "data_summary", "run_summary", "compare_rows", "split_summary", "split_rows", "get_batch_row", "encoder_benchmark_table", "format_encoder_benchmark", "summary_table",
            "prediction_table", "prediction_notes", "cost_table", "job_cost_table", "fit_table", "records",
            "gpu_markdown_table", "gpu_job_cost_lines", "score_rows", "eval_lines", "before_after_table",
-           "ranking_sentence", "VERDICT_MARK"]
+           "ranking_sentence", "moved_sentence", "pair_sentence", "sft_rows", "sft_samples", "ALSO_SHOWN", "VERDICT_MARK"]
 
 MB = 2**20
 
@@ -396,8 +396,13 @@ def score_rows(res: dict) -> list[dict]:
     """One row per task of one model's scores (:func:`azllm.recipes.evaluate.score_model`): the headline metric,
     its standard error, chance, items, few-shot count (MMLU's subjects pooled, the per-subject rows left out)."""
     return [{"task": name, "metric": t["headline"], "value": t["value"], "stderr": t["stderr"],
-             "chance": t.get("chance"), "items": t.get("n"), "few-shot": t.get("num_fewshot")}
+             "chance": t.get("chance"), "items": t.get("n"), "few-shot": t.get("num_fewshot"),
+             **{m: t.get(m) for m in ALSO_SHOWN}}
             for name, t in res["tasks"].items() if not name.startswith("mmlu_en_")]
+
+
+ALSO_SHOWN = ("acc_norm", "acc_mutual_info")
+"""The other multiple-choice measures shown beside the headline (``acc``) in a model's score table."""
 
 
 def eval_lines(res: dict) -> list[str]:
@@ -437,11 +442,48 @@ def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
          f"(± {top['az_gain_se']:.3f}, {top['az_verdict']}). ")
     s += (f"{len(real)} of {len(scored)} recipes gain beyond the noise. " if real else
           "No recipe's gain exceeds the noise here. ")
-    s += ("On the CPU stand-in (a base of about a million parameters, a few minutes of English) only bits per byte "
-          "and the probe move; with a real base (SmolLM2-135M: params/smollm2.yaml; Llama-3.2-1B: "
-          "params/gpu_eval.yaml) the multiple-choice tasks leave chance, English has more to lose, and the "
-          "ranking is read on sib200_az / mmlu_en.")
     return s
+
+
+def moved_sentence(moved: dict) -> str:
+    """What the study shows (:func:`azllm.recipes.evaluate.moved`) in plain words: the changes beyond the noise,
+    or that none moved and what the curves say it would take; a base at chance is called a stand-in."""
+    def change(r):
+        return (f"{r['task']} {r['way']}/{r['method']} {r['delta']:+.3f} ± {r['delta_se']:.3f} ({r['verdict']})")
+
+    z = moved["z"]
+    s = ""
+    if moved["base_at_chance"]:
+        s += ("The base sits at chance on every multiple-choice task: it is a stand-in, and its before -> after "
+              "changes on the tasks are noise, not an answer. The answer on a real base is the SmolLM2-135M run "
+              "(params/smollm2.yaml; its tables are in the README). ")
+    if moved["az"]:
+        s += f"Azerbaijani measures beyond {z} standard errors: " + "; ".join(map(change, moved["az"])) + ". "
+    else:
+        s += f"No Azerbaijani task measure moves beyond {z} standard errors for any recipe. "
+    s += (f"English beyond the noise: {'; '.join(map(change, moved['en']))}." if moved["en"] else
+          "No English measure moves beyond the noise either.")
+    for t in moved["to_signal"]:
+        slope = (f"; its Azerbaijani bits per byte still fell {-t['az_bpb_per_100_steps']:.3f} per 100 steps at the "
+                 "end" if t["az_bpb_per_100_steps"] is not None and t["az_bpb_per_100_steps"] < 0 else "")
+        s += (f" {t['task']} {t['way']}/{t['method']} points up ({t['delta']:+.3f} ± {t['delta_se']:.3f} after "
+              f"{t['steps']} steps): if it grew with the steps it would clear {z} SE after about "
+              f"{t['steps_needed']:,} steps ({t['tokens_needed']:,} tokens){slope}.")
+    return s
+
+
+def pair_sentence(rows: list[dict], z: float = 1.96) -> str:
+    """What changed between two models (:func:`azllm.recipes.evaluate.pair_rows`, plus chrF++ rows of the same
+    shape): the Azerbaijani and English changes beyond ``z`` standard errors, or that none did."""
+    def change(r):
+        return f"{r['task']} {r['before']:.3f} → {r['after']:.3f} ({r['delta']:+.3f} ± {r['delta_se']:.3f})"
+
+    out = []
+    for lang, name in (("az", "Azerbaijani"), ("en", "English")):
+        moved = [r for r in rows if r.get("language") == lang and r.get("verdict") in ("gain", "loss")]
+        out.append(f"{name} beyond {z} standard errors: " + "; ".join(change(r) for r in moved) + "." if moved
+                   else f"No {name} measure moves beyond {z} standard errors.")
+    return " ".join(out)
 # ------------------------------------------------------------------------------------------------- instruction tuning
 
 def sft_rows(results: list[dict]) -> list[dict]:
@@ -460,7 +502,16 @@ def sft_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
-def sft_samples(answers: dict, n: int) -> list[dict]:
-    """The first ``n`` held-out answers next to their references, with their chrF++."""
-    return [{"instruction": a["prompt"], "answer": a["answer"], "reference": a["reference"], "chrF++": a["chrf++"]}
-            for a in answers["rows"][:n]]
+def sft_samples(answers: dict, n: int, before: dict | None = None) -> list[dict]:
+    """The first ``n`` held-out answers next to their references, with their chrF++ (and, given ``before``, the
+    base's answer to the same instruction before SFT)."""
+    rows = []
+    for i, a in enumerate(answers["rows"][:n]):
+        row = {"instruction": a["prompt"]}
+        if before is not None:
+            b = before["rows"][i]
+            if b["prompt"] != a["prompt"]:
+                raise ValueError(f"answer {i}: the base's and the SFT model's held-out instructions differ")
+            row.update({"before SFT": b["answer"], "chrF++ before": b["chrf++"]})
+        rows.append({**row, "answer": a["answer"], "chrF++": a["chrf++"], "reference": a["reference"]})
+    return rows

@@ -58,7 +58,7 @@ loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.
   and the non-finite flag are read where the Trainer syncs anyway: logging steps, evaluations, checkpoints).
 - **FSDP** (``fsdp``, ``fsdp_config``: the Trainer's arguments, FSDP2 by default, the decoder layers wrapped):
   the same run sharded over the processes of ``torchrun``; the final model is gathered by every rank and written
-  by rank 0. Checked on CPU against a single-process run (tests/test_distributed.py).
+  by rank 0. Checked on CPU against a single-process run (tests/test_train_distributed.py).
 - **Progress**: one bar of optimizer steps (:class:`ProgressBarCallback`) on the terminal or the run's log; the
   Trainer's own bars, notebook table and log printing are off, so report pages stay clean.
 - **Throughput** (:class:`ThroughputCallback`): tokens/s over optimizer steps after ``untimed_steps``,
@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import shutil
 import time
@@ -408,8 +409,19 @@ def _create_optimizer(trainer, name: str, kwargs: dict, model=None):
     return trainer.optimizer
 
 
+def uniform_bpb(vocab_size: int, predicted_tokens: int, nbytes: int) -> float:
+    """The bits per byte of a uniform guess over ``vocab_size`` tokens on an eval set (:func:`make_eval_set`'s
+    ``predicted_tokens`` and ``bytes``): the baseline a model's bpb on *that* set is read against.
+
+    >>> uniform_bpb(8, 10, 30)  # 3 bits per token, 3 bytes per token
+    1.0
+    """
+    return math.log2(vocab_size) * predicted_tokens / nbytes
+
+
 def _final_metrics(trainer, safety, eval_info: dict) -> dict:
-    """Loss, perplexity and bpb of every eval set at the last step (evaluated again unless it just was)."""
+    """Loss, perplexity and bpb of every eval set at the last step (evaluated again unless it just was), and the
+    bpb of a uniform guess over the model's vocabulary on the same set (:func:`uniform_bpb`)."""
     hist = trainer.state.log_history
     step = trainer.state.global_step
     last = [h for h in hist if "eval_val_loss" in h]
@@ -418,7 +430,10 @@ def _final_metrics(trainer, safety, eval_info: dict) -> dict:
     else:
         metrics = trainer.evaluate()
         safety.on_evaluate(trainer.args, trainer.state, trainer.control, metrics=metrics)
-    return {name: {m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")} for name in eval_info}
+    vocab = trainer.model.get_output_embeddings().weight.shape[0]
+    return {name: {**{m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")},
+                   "uniform_bpb": uniform_bpb(vocab, info["predicted_tokens"], info["bytes"])}
+            for name, info in eval_info.items()}
 
 
 def _save_final(trainer, out: Path, meta: dict) -> Path:

@@ -26,9 +26,11 @@ out_dir = "reports/tiny"
 # questions, MMLU, FLORES translation by chrF++), plus a **linear probe** (a logistic regression on mean-pooled
 # hidden states, SIB-200 train -> dev) that separates models too small to answer a question.
 #
-# - **Headline metric**: `acc_norm` for multiple choice: each option's log-likelihood divided by its length in
-#   characters. The ways use different tokenizers, and a raw sum of log-probabilities favours options cut into
-#   fewer tokens; per character the comparison is fair. chrF++ for translation, accuracy for the probe.
+# - **Headline metric**: `acc` for multiple choice: the option whose text the model finds most likely (its summed
+#   log-likelihood: the probability of the option's string, whatever the tokenizer cuts it into, so the ways compare).
+#   `acc_norm` (per character) and `acc_mutual_info` (less each option's unconditional likelihood) are in the
+#   base's table; on SmolLM2 only `acc` kept clear of chance in both languages (`azllm.evaluation.harness`).
+#   chrF++ for translation, accuracy for the probe.
 # - **Noise**: every score carries its standard error. A before -> after difference is a gain (▲) or a loss (▼)
 #   only when it exceeds `evaluate.z` (1.96) standard errors of the difference, paired on the same items;
 #   otherwise it is within noise (·).
@@ -62,6 +64,9 @@ toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
 runs = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way in A.ways for method in A.methods]
 before, after = evaluate.study(cfg, base, base_tok, runs, toks)
 report.record(out_dir, "evaluate", {"base": before, "after": {f"{w}-{m}": r for (w, m), r in after.items()}})
+for r in runs:  # each way's merged export (what was scored), for `azllm eval` and plain transformers
+    report.record_artifact(out_dir, f"adapt_export/{r['way']}-{r['method']}",
+                           adapt.export_run(cfg, r, base, base_tok, toks[r["way"]]))
 print(f"{len(after)} runs and the base scored; lm-eval {before['lm_eval']}")
 
 # %% [markdown]
@@ -106,6 +111,17 @@ pd.DataFrame(rank).set_index(["way", "method"]).style.format(na_rep="—", preci
 
 # %%
 fig = plots.gain_vs_loss(rank)
+
+# %% [markdown]
+# ## What moved
+#
+# Every Azerbaijani and English task measure of every recipe whose change exceeds the noise; if none does, what the
+# runs' own curves say it would take (an optimistic extrapolation, stated as such).
+
+# %%
+mv = evaluate.moved(cfg, before, rows, runs)
+report.record(out_dir, "evaluate", {"moved": mv})
+print(tables.moved_sentence(mv))
 
 # %% [markdown]
 # Score against training steps: Azerbaijani and English bits per byte through each run (notebook 05's curves).

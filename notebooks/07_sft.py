@@ -24,8 +24,9 @@ out_dir = "reports/tiny"
 # trained with TRL's `SFTTrainer` on the assistant turns only, checked on a held-out split and exported as one
 # folder (`azllm.recipes.sft`, every number under `sft` in `metrics.json`).
 #
-# On this machine the base is the adapted stand-in of notebook 05 (`sft.base: null`): the way and method of the
-# adaptation study with the lowest Azerbaijani bits per byte (the evaluation tasks do not choose it yet).
+# With `sft.base: null` the base is notebook 05's adapted model: the way and method of the adaptation study with the
+# lowest Azerbaijani bits per byte (the evaluation tasks do not choose it yet). In the default report that is the
+# ~1M-parameter stand-in; `params/smollm2.yaml` runs 05-07 on SmolLM2-135M-Instruct.
 # `params/sft_smollm2.yaml` runs the same page on SmolLM2-135M-Instruct (an English assistant with a real ChatML
 # template), `params/gpu_sft.yaml` on Llama-3.2-1B on one GPU, and `params/sft_sagemaker.yaml` as a SageMaker job.
 
@@ -111,16 +112,21 @@ pd.DataFrame(var_rows).set_index(["method", "packing"]) if var_rows else print("
 fig = plots.sft_curves([main, *variants])
 
 # %% [markdown]
-# ## Sample answers
+# ## Sample answers, before and after
 #
-# Greedy answers to held-out instructions, made with the chat template, next to the references; chrF++ (sacrebleu,
-# character 6-grams and word bigrams) of all held-out answers.
+# Greedy answers to held-out instructions, made with the chat template, next to the references: the SFT base's own
+# answer before any step, then the trained model's. chrF++ (sacrebleu, character 6-grams and word bigrams) of all
+# held-out answers, before -> after; the standard error of the change is that of the paired per-answer chrF++
+# differences, and a change is a gain (▲) or loss (▼) only beyond 1.96 of them.
 
 # %%
-samples = tables.sft_samples(ans, S.samples_shown)
-report.record(out_dir, "sft", {"samples": samples})
-print(f"chrF++ on {len(ans['rows'])} held-out answers: {ans['chrf++']:.1f}; answers that stopped at the end of "
-      f"turn: {ans['stopped_share']:.0%}")
+ans_before = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
+chrf = sft.chrf_change(cfg, ans_before, ans)
+samples = tables.sft_samples(ans, S.samples_shown, before=ans_before)
+report.record(out_dir, "sft", {"samples": samples, "chrf_before_after": chrf})
+print(f"chrF++ on {chrf['n']} held-out answers: {chrf['before']:.1f} before -> {chrf['after']:.1f} after SFT "
+      f"({chrf['delta']:+.1f} ± {chrf['delta_se']:.1f}: {chrf['verdict']}); answers that stopped at the end of "
+      f"turn: {ans_before['stopped_share']:.0%} -> {ans['stopped_share']:.0%}")
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(samples))
 
@@ -150,6 +156,7 @@ if S.export:
     before, after = evaluate.score_pair(cfg, base, folder)
     pair = evaluate.pair_rows(cfg, before, after)
     report.record(out_dir, "sft", {"tasks_before_after": pair})
+    print(tables.pair_sentence([*pair, chrf], cfg.evaluate.z))
     display(pd.DataFrame(pair).set_index("task").style.format(na_rep="—", precision=3))
 else:
     print("sft.export is off: the SFT model is not scored on the tasks")

@@ -1,4 +1,4 @@
-"""Scoring with lm-eval (azllm.evaluation.harness): acc and acc_norm against an independent count with plain
+"""Scoring with lm-eval (azllm.evaluation.harness): acc, acc_norm and acc_mutual_info against an independent count with plain
 transformers, the tokenizer checks, task-name validation against lm-eval's registry, the BOS convention of every
 tokenizer we export."""
 
@@ -21,40 +21,54 @@ def _render(template: str, doc: dict) -> str:
 
 
 @torch.no_grad()
-def _independent(model, tok, config: dict) -> tuple[list[list[float]], float, float]:
-    """Per item, the summed log-probability of each option's tokens after the context (plain transformers), then
-    accuracy by the raw sum (acc) and by the sum per character of the option (acc_norm)."""
+def _option_lls(model, tok, context: str, choices: list[str], delim: str) -> list[float]:
+    """The summed log-probability of each option's tokens after ``context`` (plain transformers); an empty context
+    is the tokenizer's BOS, or its EOS when it has none (lm-eval's prefix token)."""
+    ctx = tok(context).input_ids if context else [tok.bos_token_id if tok.bos_token_id is not None
+                                                    else tok.eos_token_id]
+    out = []
+    for ch in choices:
+        whole = tok(context + delim + ch).input_ids if context else ctx + tok(delim + ch).input_ids
+        if context:
+            assert whole[:len(ctx)] == ctx, "the option's tokens must follow the context's"
+        cont = whole[len(ctx):]
+        logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
+        out.append(sum(logp[len(ctx) + i - 1, t].item() for i, t in enumerate(cont)))
+    return out
+
+
+def _independent(model, tok, config: dict) -> tuple[list[list[float]], dict]:
+    """Per item, each option's summed log-probability, then accuracy by the raw sum (acc), by the sum per character
+    of the option (acc_norm) and by the sum less the option's unconditional log-probability (acc_mutual_info)."""
     rows = task_rows(config, "test")
-    hits, hits_norm, lls = 0, 0, []
+    hits, lls = {"acc": 0, "acc_norm": 0, "acc_mutual_info": 0}, []
+    delim = config.get("target_delimiter", " ")
     for doc in rows:
         context = config.get("description", "") + _render(config["doc_to_text"], doc)
         choices = config["doc_to_choice"]
         choices = choices if isinstance(choices, list) else doc["choices"]
-        ctx = tok(context).input_ids
-        item = []
-        for ch in choices:
-            whole = tok(context + config.get("target_delimiter", " ") + ch).input_ids
-            assert whole[:len(ctx)] == ctx, "the option's tokens must follow the context's"
-            cont = whole[len(ctx):]
-            logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
-            item.append(sum(logp[len(ctx) + i - 1, t].item() for i, t in enumerate(cont)))
+        item = _option_lls(model, tok, context, choices, delim)
+        prior = _option_lls(model, tok, "", choices, delim)
         gold = doc[config["doc_to_target"]]
-        hits += max(range(len(item)), key=lambda i: item[i]) == gold
-        hits_norm += max(range(len(item)), key=lambda i: item[i] / len(choices[i])) == gold
+        best = {"acc": lambda i: item[i], "acc_norm": lambda i: item[i] / len(choices[i]),
+                "acc_mutual_info": lambda i: item[i] - prior[i]}
+        for k, f in best.items():
+            hits[k] += max(range(len(item)), key=f) == gold
         lls.append(item)
-    return lls, hits / len(rows), hits_norm / len(rows)
+    return lls, {k: v / len(rows) for k, v in hits.items()}
 
 
 @pytest.mark.parametrize("name", ["sib200_az", "tumlu_az"])
-def test_acc_and_acc_norm_equal_an_independent_count(name, tiny_model, hf_tok):
+def test_acc_acc_norm_and_mutual_info_equal_an_independent_count(name, tiny_model, hf_tok):
     (cfg,) = task(name, num_fewshot=0, first=None)
-    lls, acc, acc_norm = _independent(tiny_model, hf_tok, cfg)
+    lls, want = _independent(tiny_model, hf_tok, cfg)
     res = score(tiny_model, hf_tok, [cfg], batch_size=4, bootstrap_iters=1)
     t = res["tasks"][name]
-    assert t["acc"] == acc and t["acc_norm"] == acc_norm
-    assert t["n"] == len(lls) and t["headline"] == "acc_norm" and len(t["items"]) == len(lls)
-    assert t["acc_norm_stderr"] == pytest.approx(math.sqrt(acc_norm * (1 - acc_norm) / (len(lls) - 1)))
-    assert 0 < acc < 1 or 0 < acc_norm < 1 or len(set(map(tuple, lls))) > 1  # not a degenerate model
+    assert {k: t[k] for k in want} == want
+    assert t["n"] == len(lls) and t["headline"] == "acc" and len(t["items"]) == len(lls)
+    acc = want["acc"]
+    assert t["acc_stderr"] == pytest.approx(math.sqrt(acc * (1 - acc) / (len(lls) - 1)))
+    assert len(set(map(tuple, lls))) > 1  # not a degenerate model
 
 
 def test_score_records_conventions_and_chance(tiny_model, hf_tok):

@@ -49,6 +49,10 @@ def test_features_do_not_depend_on_padding_batching_or_order(model, tok):
     ids = tok(texts[0])["input_ids"]
     np.testing.assert_allclose(emb, model.get_input_embeddings().weight[ids].mean(0).detach().numpy(), atol=1e-6)
     assert not np.allclose(alone[0], alone[1])
+    import torch  # the last layer equals a plain forward's (the LM head asked for one position only changes nothing)
+    with torch.no_grad():
+        last = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0].mean(0)
+    np.testing.assert_allclose(alone[0], last.numpy(), atol=1e-6)
 
 
 def test_features_restore_the_models_mode_and_truncate(model, tok):

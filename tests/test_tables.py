@@ -80,3 +80,27 @@ def test_summary_ratios_and_prediction_table():
     assert df.loc[2, "note"].startswith("not available")
     pred = tables.prediction_table(res)
     assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)
+
+
+def test_sft_samples_put_the_base_answer_beside_the_trained_one():
+    after = {"rows": [{"prompt": "Salam?", "answer": "Salam!", "reference": "Salam.", "chrf++": 40.0},
+                      {"prompt": "Nə?", "answer": "Bu.", "reference": "O.", "chrf++": 10.0}]}
+    before = {"rows": [{"prompt": "Salam?", "answer": "Hello!", "reference": "Salam.", "chrf++": 5.0},
+                       {"prompt": "Nə?", "answer": "What?", "reference": "O.", "chrf++": 0.0}]}
+    (row,) = tables.sft_samples(after, 1, before=before)
+    assert row == {"instruction": "Salam?", "before SFT": "Hello!", "chrF++ before": 5.0, "answer": "Salam!",
+                   "chrF++": 40.0, "reference": "Salam."}
+    assert "before SFT" not in tables.sft_samples(after, 2)[1]
+    before["rows"].reverse()
+    with pytest.raises(ValueError, match="instructions differ"):
+        tables.sft_samples(after, 2, before=before)
+
+
+def test_pair_sentence_names_only_changes_beyond_the_noise():
+    rows = [{"task": "sib200_az", "language": "az", "before": 0.2, "after": 0.4, "delta": 0.2, "delta_se": 0.05,
+             "verdict": "gain"},
+            {"task": "sib200_en", "language": "en", "before": 0.5, "after": 0.45, "delta": -0.05, "delta_se": 0.05,
+             "verdict": "within noise"}]
+    s = tables.pair_sentence(rows)
+    assert s == ("Azerbaijani beyond 1.96 standard errors: sib200_az 0.200 → 0.400 (+0.200 ± 0.050). "
+                 "No English measure moves beyond 1.96 standard errors.")

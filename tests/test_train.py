@@ -106,6 +106,9 @@ def test_bits_per_byte_matches_manual_computation(data, full_run):
     bpb = nll / math.log(2) / full_run["eval_sets"]["val"]["bytes"]
     assert full_run["final"]["val"]["bpb"] == pytest.approx(bpb, rel=1e-4)
     assert full_run["final"]["val"]["loss"] == pytest.approx(nll / ids[:, 1:].numel(), rel=1e-4)
+    # the uniform baseline of the same set: log2(V) bits for every predicted token, over the same bytes
+    uniform = math.log2(logits.shape[-1]) * ids[:, 1:].numel() / full_run["eval_sets"]["val"]["bytes"]
+    assert full_run["final"]["val"]["uniform_bpb"] == pytest.approx(uniform, rel=1e-9)
 
 
 def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path):

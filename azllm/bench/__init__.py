@@ -8,8 +8,11 @@
   8-bit optimizers, bf16), explained by :mod:`azllm.memory` (notebook 04);
 - :mod:`azllm.bench.methods`: full fine-tuning vs LoRA vs QLoRA on one model, medians of several rounds
   (``azllm bench methods PARAMS``; notebook 03);
-- :mod:`azllm.bench.overhead`: azllm's training path against a bare nanoGPT-style loop, tokens/s side by side
-  (``azllm bench overhead PARAMS``).
+- :mod:`azllm.bench.overhead`: azllm's training path against a bare PyTorch (+ PEFT) loop, tokens/s side by side
+  (``azllm bench overhead PARAMS``, also on a real base with ``--base``);
+- :mod:`azllm.bench.evaluation`: scoring items/s through lm-eval by batch size (``azllm bench eval``);
+- :mod:`azllm.bench.sft`: azllm's SFT path against a bare SFTTrainer and a bare PEFT loop, real tokens/s and peak
+  memory (``azllm bench sft``).
 
 These modules take plain arguments; :mod:`azllm.recipes.benchmark` and :mod:`azllm.recipes.tokens` feed them the
 params, and ``azllm bench gpu`` (``make bench-gpu``) runs notebook 04 on the GPU params.

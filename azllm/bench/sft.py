@@ -15,9 +15,10 @@ SIGTERM, safety, throughput and progress callbacks, the held-out evaluation set)
 - **Tokens/s**: one timer callback in both paths, the interval from one optimizer step's end to the next after
   ``untimed_steps``; tokens are TRL's count of the non-padding training tokens, per step on average. No evaluation
   or checkpoint falls inside the timed steps.
-- **Fresh processes, alternating**: each round is one fresh process (:func:`azllm.bench.process.run_fresh`) that
-  runs both paths, in flipped order every round; medians over rounds, the ratio of the medians and the per-round
-  ratios. ``threads`` torch threads per process (1: see ``benchmark.threads``).
+- **Fresh processes, rotating**: every path of every round runs in a fresh process of its own
+  (:func:`azllm.bench.process.run_fresh`), so its peak RSS is its own; the order rotates every round; medians over
+  rounds, the ratio of the medians and the per-round ratios. ``threads`` torch threads per process (1: see
+  ``benchmark.threads``).
 """
 
 from __future__ import annotations

@@ -90,6 +90,8 @@ class SweepConfig(_Section):
     """With and/or without the affix-aware pre-split (azllm.morph)."""
     select_vocab_size: int | None = 32000
     """The report's "best" tokenizer is chosen at this vocabulary size (None: ``tokenizer.vocab_size``)."""
+    fertility_target: float = 1.40
+    """The tokens per word the best tokenizer should reach on the first eval set (a line on the page's plot)."""
 
 
 class TokenizerConfig(_Section):

@@ -49,7 +49,7 @@ class SftConfig(_Section):
     training, held-out evaluation, export."""
 
     base: str | None = None
-    """The model tuned: a folder (safetensors) or a hub id. None: the adapted stand-in base of notebook 05, the way
+    """The model tuned: a folder (safetensors) or a hub id. None: the adapted base of notebook 05, the way
     and method with the best Azerbaijani bits per byte, exported as one folder."""
     sources: dict[str, SftSourceConfig] = Field(default_factory=_sources)
     """Instruction data by name (replaces the default map as a whole when given)."""

@@ -14,6 +14,12 @@ comes back. Data flows one way: library <- recipes <- presentation (:mod:`azllm.
 - :mod:`~azllm.recipes.benchmark`: training variants, the fit planner, full vs LoRA vs QLoRA, the overhead
   measurement, the GPU run (notebook 04, ``azllm bench ...``);
 - :mod:`~azllm.recipes.adapt`: a pretrained base taught Azerbaijani three ways (notebook 05);
+- :mod:`~azllm.recipes.evaluate`: lm-eval scores and the probe, before -> after, the ranking, what moved (notebook
+  06, ``azllm eval``);
+- :mod:`~azllm.recipes.tasks`: the local task configs of ``evaluate`` and their decontamination sets;
+- :mod:`~azllm.recipes.sft`: instruction tuning (notebook 07, ``azllm sft``);
+- :mod:`~azllm.recipes.sources`: which data a run gets (local files, the Hub, or the shipped sample) and the
+  pages' banner;
 - :mod:`~azllm.recipes.launch`: a params file as a SageMaker training job (``azllm launch``).
 
 >>> cfg = load("params/tiny.yaml")  # doctest: +SKIP

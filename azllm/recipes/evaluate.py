@@ -24,6 +24,7 @@ parameters (SmolLM2-135M) SIB-200 in English rises above chance; TUMLU and MMLU 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -137,8 +138,10 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
         folder = export_run(cfg, r, base, base_tok, toks[r["way"]])
         m, t, _ = load_model(folder)
         name = f"{r['way']}-{r['method']}"
-        after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name, cache_dir=Paths(cfg).adapt / f"{name}-eval",
-                                                     model_id=f"{r['key']}:{_weights_id(folder)}")
+        # cached as score_pair caches a folder: notebook 07 scores the export it instruction-tunes without a rerun
+        after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name,
+                                                     cache_dir=Paths(cfg).artifacts / "eval" / Path(folder).name,
+                                                     model_id=_weights_id(folder))
     return before, after
 
 
@@ -222,6 +225,41 @@ def ranking(cfg: Config, rows: list[dict], runs: list[dict]) -> list[dict]:
         })
     return sorted(out, key=lambda r: -(r["az_gain_per_device_hour"] if r["az_gain_per_device_hour"] is not None
                                        else float("-inf")))
+
+
+def base_at_chance(cfg: Config, before: dict) -> bool:
+    """Whether the base sits at chance on every multiple-choice task it was scored on (within ``evaluate.z``
+    standard errors of the chance level): its downstream before -> after answers are then noise."""
+    mc = [t for n, t in before["tasks"].items() if t.get("chance") is not None and t.get("stderr") is not None
+          and not n.endswith("_probe")]
+    return bool(mc) and all(abs(t["value"] - t["chance"]) <= cfg.evaluate.z * max(t["stderr"], 1e-9) for t in mc)
+
+
+def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict:
+    """What the study shows, task by task (:func:`before_after`'s rows): every Azerbaijani and English change
+    beyond the noise, whether the base sits at chance (:func:`base_at_chance`), and, for each Azerbaijani change
+    within the noise that points up, the steps (and tokens) it would take to clear ``evaluate.z`` standard errors
+    *if the change grew in proportion to the steps* (an optimistic extrapolation: the standard error stays as
+    measured) beside the run's last bits-per-byte slope (still falling: more steps still help)."""
+    z = cfg.evaluate.z
+    by_run = {(r["way"], r["method"]): r for r in runs}
+    beyond = [r for r in rows if r["verdict"] in ("gain", "loss")]
+    to_signal = []
+    for r in rows:
+        run = by_run.get((r["way"], r["method"]))
+        if r["language"] != "az" or r["verdict"] != "within noise" or run is None or not r["delta"] > 0:
+            continue
+        factor = z * r["delta_se"] / r["delta"]
+        pts = run["curves"]["eval"].get(run["az_set"], [])
+        slope = ((pts[-1]["bpb"] - pts[-2]["bpb"]) / (pts[-1]["step"] - pts[-2]["step"]) * 100
+                 if len(pts) >= 2 and pts[-1]["step"] > pts[-2]["step"] else None)
+        to_signal.append({"way": r["way"], "method": r["method"], "task": r["task"], "delta": r["delta"],
+                          "delta_se": r["delta_se"], "steps": run["steps"],
+                          "steps_needed": int(math.ceil(run["steps"] * factor)),
+                          "tokens_needed": int(math.ceil(run["steps"] * factor * run["throughput"]["tokens_per_step"])),
+                          "az_bpb_per_100_steps": slope})
+    return {"az": [r for r in beyond if r["language"] == "az"], "en": [r for r in beyond if r["language"] == "en"],
+            "base_at_chance": base_at_chance(cfg, before), "to_signal": to_signal, "z": z}
 
 
 def conventions(before: dict, after: dict) -> list[dict]:

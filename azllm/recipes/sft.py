@@ -4,7 +4,7 @@ base with its chat template -> TRL's ``SFTTrainer`` -> held-out loss, answers an
 Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``model.dtype`` / ``model.liger``,
 ``data.eval``, ``seed``; for the stand-in base, ``adapt`` through :mod:`azllm.recipes.adapt`).
 
-- :func:`base_folder`: ``sft.base``, else the adapted stand-in base of notebook 05: every way x method of the
+- :func:`base_folder`: ``sft.base``, else the adapted base of notebook 05: every way x method of the
   adaptation study (each returned as is when notebook 05 already trained it), the one with the lowest Azerbaijani
   bits per byte (:func:`best_adapt_run`; the evaluation recipe's tasks are not used for the choice), exported as
   one folder;
@@ -14,7 +14,8 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
   the table of what each step kept;
 - :func:`sft_run`: one run (a finished identical one is returned as is: its folder is named by
   :func:`azllm.sft.train.sft_key`);
-- :func:`answers`: the held-out answers and their chrF++; :func:`export_sft`: the merged standalone folder;
+- :func:`answers`: the held-out answers and their chrF++; :func:`base_answers`: the same before any step;
+  :func:`chrf_change`: before -> after with a paired standard error; :func:`export_sft`: the merged standalone folder;
 - :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
 - :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
 - :func:`sft_benchmark`: azllm's SFT path against a bare ``SFTTrainer`` (:mod:`azllm.bench.sft`, ``azllm bench sft``).
@@ -31,7 +32,7 @@ from .paths import Paths
 from .tasks import decontamination_sets
 
 __all__ = ["sft_spec", "base_folder", "best_adapt_run", "load_base_tokenizer", "sft_tokenizer", "sft_data",
-           "sft_run", "answers", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows",
+           "sft_run", "answers", "base_answers", "chrf_change", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows",
            "sft_benchmark"]
 
 
@@ -62,7 +63,7 @@ def best_adapt_run(results: list[dict]) -> dict:
 
 
 def base_folder(cfg: Config) -> tuple[str, dict]:
-    """``(base folder or hub id, note)``: ``sft.base``, or the adapted stand-in base of notebook 05 (module
+    """``(base folder or hub id, note)``: ``sft.base``, or the adapted base of notebook 05 (module
     docstring). ``note`` says which and why."""
     if cfg.sft.base:
         return cfg.sft.base, {"base": cfg.sft.base, "how": "sft.base"}
@@ -81,7 +82,7 @@ def base_folder(cfg: Config) -> tuple[str, dict]:
     folder = Paths(cfg).adapt / f"{best['way']}-{best['method']}-export"
     if not (folder / "config.json").is_file():
         folder = adapt.export_run(cfg, best, base, base_tok, toks[best["way"]])
-    return str(folder), {"base": str(folder), "how": "notebook 05's adapted stand-in base",
+    return str(folder), {"base": str(folder), "how": "notebook 05's adapted base",
                          "way": best["way"], "method": best["method"],
                          "az_bpb": best["final"][best["az_set"]]["bpb"],
                          "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
@@ -270,7 +271,6 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
     score), cached next to the run's results."""
     import json
 
-    from ..sft.generate import chrf_scores, generate_answers
     from ..utils import atomic_write_json
 
     path = Path(result["output_dir"]) / "answers.json"
@@ -278,17 +278,69 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
         got = json.loads(path.read_text())
         if got.get("key") == result["key"] and got.get("max_new_tokens") == cfg.sft.max_new_tokens:
             return got
-    model = _trained(result, base, template)
+    got = {"key": result["key"], "max_new_tokens": cfg.sft.max_new_tokens,
+           **_scored_answers(cfg, _trained(result, base, template), tokenizer, template, data)}
+    atomic_write_json(path, got)
+    return got
+
+
+def _scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -> dict:
+    """``{"rows", "chrf++", "stopped_share"}``: greedy answers to the held-out instructions, each with its chrF++."""
+    from ..sft.generate import chrf_scores, generate_answers
+
     rows = generate_answers(model, tokenizer, data["held_out"], max_new_tokens=cfg.sft.max_new_tokens,
                             stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
                             batch_size=cfg.sft.generate_batch_size)
     scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
     for r, s in zip(rows, scores["per_answer"]):
         r["chrf++"] = s
-    got = {"key": result["key"], "max_new_tokens": cfg.sft.max_new_tokens, "rows": rows, "chrf++": scores["chrf++"],
-           "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None}
+    return {"rows": rows, "chrf++": scores["chrf++"],
+            "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None}
+
+
+def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dict) -> dict:
+    """The held-out answers of the SFT base itself, before any step, with the same chat template and decoding as
+    :func:`answers` (the "before" of chrF++; new template tokens get their initial rows): ``{"rows", "chrf++"}``,
+    cached in ``Paths.sft`` by the base, the held-out split, the template and ``sft.max_new_tokens``."""
+    import json
+
+    import torch
+
+    from ..assemble import load_base
+    from ..sft.template import add_token_rows
+    from ..utils import atomic_write_json, json_hash
+
+    key = json_hash({"base": str(base), "weights": _weights_id(base), "data": data["key"],
+                     "template": tokenizer.chat_template, "max_new_tokens": cfg.sft.max_new_tokens})
+    path = Paths(cfg).sft / f"base-answers-{key}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    model = load_base(base, torch.float32).eval()
+    add_token_rows(model, list(template["added_tokens"]))
+    got = {"key": key, **_scored_answers(cfg, model, tokenizer, template, data)}
     atomic_write_json(path, got)
     return got
+
+
+def _weights_id(base: str) -> str:
+    """A local folder's weights by name, size and time (a hub id stands for itself)."""
+    from .evaluate import _weights_id as weights
+
+    return weights(base) if Path(str(base)).is_dir() else str(base)
+
+
+def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
+    """chrF++ of the held-out answers before (:func:`base_answers`) -> after (:func:`answers`) SFT: the corpus
+    scores, the difference, its standard error and verdict from the paired per-answer chrF++ differences
+    (:func:`azllm.evaluation.compare.difference`; the same answers, so the base-to-base variation cancels)."""
+    from ..evaluation.compare import difference
+
+    b = {"value": before["chrf++"], "items": [r["chrf++"] for r in before["rows"]]}
+    a = {"value": after["chrf++"], "items": [r["chrf++"] for r in after["rows"]]}
+    d = difference(b, a, z=cfg.evaluate.z)
+    return {"task": "chrF++ (held-out answers)", "language": "az", "metric": "chrf++", "before": b["value"],
+            "after": a["value"], "delta": d["delta"], "delta_se": d["se"], "verdict": d["verdict"],
+            "n": len(a["items"])}
 
 
 def export_sft(cfg: Config, result: dict, *, base: str, tokenizer, template: dict,
