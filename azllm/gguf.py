@@ -176,16 +176,17 @@ def _save_tokenizer(tok, folder: Path, max_length: int) -> dict:
             "chat_template": bool(tok.chat_template)}
 
 
-def gguf_to_folder(gguf_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+def gguf_to_folder(gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, loaded=None) -> Path:
     """Convert the GGUF at ``gguf_path`` into an ordinary safetensors folder ``out_dir`` with its tokenizer; see
     the module docstring. An existing finished folder of the same GGUF (same sha256) is returned as it is.
-    Returns ``out_dir``."""
+    ``loaded``: :func:`load_gguf`'s ``(model, tokenizer)`` of that file when the caller holds them already (the
+    GGUF is then not read and dequantized a second time). Returns ``out_dir``."""
     path, out = Path(gguf_path), Path(out_dir)
     _check_gguf(path)
     sha = _sha256(path)
     if _finished(out, sha):
         return out
-    model, tok = load_gguf(path)
+    model, tok = loaded if loaded is not None else load_gguf(path)
     plain = _plain_model(model)
     del model
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,14 +18,14 @@ PROMPTS = ["Azərbaycan Respublikasının paytaxtı Bakı şəhəridir.",
 
 
 @pytest.fixture(scope="session")
-def smol_folder(tmp_path_factory):
-    """The SmolLM2 GGUF converted once for the whole session."""
-    return gguf_to_folder(smollm2_gguf(), tmp_path_factory.mktemp("bases") / "smollm2")
+def gguf_loaded():
+    return load_gguf(smollm2_gguf())
 
 
 @pytest.fixture(scope="session")
-def gguf_loaded():
-    return load_gguf(smollm2_gguf())
+def smol_folder(tmp_path_factory, gguf_loaded):
+    """The SmolLM2 GGUF converted once for the whole session, from the model already loaded (one read of the GGUF)."""
+    return gguf_to_folder(smollm2_gguf(), tmp_path_factory.mktemp("bases") / "smollm2", loaded=gguf_loaded)
 
 
 def test_the_packaged_gguf_is_found():
