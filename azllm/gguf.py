@@ -125,12 +125,18 @@ def _finished(out: Path, sha: str) -> bool:
 
 def load_gguf(gguf_path: str | os.PathLike):
     """``(model, tokenizer)`` as transformers loads a GGUF: dequantized to fp32, the model flagged as quantized."""
+    import contextlib
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .utils import log_stream
 
     path = Path(gguf_path)
     _check_gguf(path)
-    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
+    # transformers' "Converting and de-quantizing GGUF tensors" bar: the terminal / the run's log, never a page
+    with contextlib.redirect_stderr(log_stream()):
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
     return model.eval(), tok
 
 

@@ -18,8 +18,19 @@ PROMPTS = ["Azərbaycan Respublikasının paytaxtı Bakı şəhəridir.",
 
 
 @pytest.fixture(scope="session")
-def gguf_loaded():
-    return load_gguf(smollm2_gguf())
+def gguf_loaded(tmp_path_factory):
+    """Loaded once; under a report ($AZLLM_LOG) transformers' de-quantizing progress bar goes to the run's log, not
+    to stderr (where a page would show it in a box)."""
+    import contextlib
+    import io
+
+    log = tmp_path_factory.mktemp("log") / "run.log"
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+        mp.setenv("AZLLM_LOG", str(log))
+        loaded = load_gguf(smollm2_gguf())
+    assert "de-quantizing" not in err.getvalue() and "de-quantizing" in log.read_text()
+    return loaded
 
 
 @pytest.fixture(scope="session")
