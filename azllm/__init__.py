@@ -3,7 +3,9 @@
 The library, one concept per module, data flowing one way (each imports only the ones before it):
 ``text`` (normalize) -> ``data`` (sources) -> ``morph`` -> ``tokenizer`` (train / export / load) -> ``vocab``
 (extend a base tokenizer) -> ``metrics`` -> ``tokens`` (token files, batches) -> ``memory`` (the memory model) ->
-``model`` -> ``lora`` -> ``callbacks`` -> ``train`` -> ``export`` (merge into a standalone folder).
+``model`` -> ``lora`` -> ``assemble`` (the one model assembly) -> ``callbacks`` -> ``loop`` (the loop's arguments,
+shared by every trainer) -> ``train`` -> ``export`` (merge into a standalone folder) -> ``gguf`` (a GGUF base as a
+folder).
 Library functions take plain named arguments.
 
 Around it: ``config`` (the typed params, where every default lives), ``recipes`` (params -> artifacts, one module

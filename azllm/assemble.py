@@ -16,7 +16,10 @@ Training (:mod:`azllm.recipes.train`), every benchmark variant (:mod:`azllm.benc
 measurement (:mod:`azllm.bench.overhead`) and the adaptation study call it, so a benchmark measures the model that
 training trains (tested: same modules, same trainable parameters, same first-step loss).
 
->>> model, info = assemble_model(ModelSpec(preset="tiny", config={"num_hidden_layers": 1}), vocab_size=300)
+>>> from azllm import recipes
+>>> from azllm.recipes.train import model_spec
+>>> spec = model_spec(recipes.load(None, overrides={"model": {"config": {"num_hidden_layers": 1}}}))
+>>> model, info = assemble_model(spec, vocab_size=300)
 >>> info["method"], info["source"]
 ('full', 'random init, preset tiny')
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["ModelSpec", "assemble_model", "fit_base", "vocab_fit", "load_base", "METHODS"]
@@ -36,45 +39,48 @@ METHODS = ("full", "lora", "qlora")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Everything that decides the model of a run, in plain values (built from the params in one place,
-    :func:`azllm.recipes.train.model_spec`, or from a benchmark variant, :func:`azllm.bench.training.variant_spec`).
+    """Everything that decides the model of a run, in plain values. The fields carry no defaults: each is a params
+    key (``model``, ``model.lora`` with the prefix ``lora_``, ``model.quant``, ``train.method``,
+    ``train.gradient_checkpointing``, the run's ``seed``), filled by :func:`azllm.recipes.specs.build_spec` (from
+    the params in :func:`azllm.recipes.train.model_spec`, or a benchmark variant laid over them); only ``device``,
+    which no params key sets, has one.
     """
 
-    method: str = "full"
-    """full | lora | qlora."""
-    preset: str = "tiny"
+    method: str
+    """full | lora | qlora (:data:`METHODS`)."""
+    preset: str
     """Model preset of a random init (:data:`azllm.model.PRESETS`)."""
-    config: dict = field(default_factory=dict)
+    config: dict
     """LlamaConfig fields laid over the preset."""
-    base: str | None = None
+    base: str | None
     """A pretrained base (folder or hub id) instead of a random init."""
-    base_tokenizer: str | None = None
+    base_tokenizer: str | None
     """The base's tokenizer (None: the one the base's azllm_model.json records, else the base itself)."""
-    init: str = "mean"
+    swap_init: str
     """New embedding rows: ``mean`` of the base pieces' rows, or ``random``."""
-    dtype: str = "fp32"
+    dtype: str
     """Weights dtype (fp32 | bf16 | fp16)."""
-    seed: int = 1234
+    seed: int
     """Seed of the random init and of the LoRA adapters."""
-    liger: tuple = ()
+    liger: tuple
     """Liger kernel names (:data:`azllm.utils.LIGER_KERNELS`)."""
-    quant_bits: int = 4
+    quant_bits: int
     """QLoRA: 4 or 8 bits."""
-    quant_type: str = "nf4"
+    quant_type: str
     """QLoRA 4-bit type: nf4 | fp4."""
-    double_quant: bool = True
+    double_quant: bool
     """QLoRA: quantize the block scales too."""
-    compute_dtype: str = "bf16"
+    compute_dtype: str
     """QLoRA: dtype of the dequantized matmuls."""
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    use_rslora: bool = False
-    target_modules: tuple | str = "all-linear"
-    """LoRA targets: ``all-linear`` (every linear layer but lm_head) or module names."""
-    new_rows: str = "auto"
+    lora_r: int
+    lora_alpha: int
+    lora_dropout: float
+    use_rslora: bool
+    target_modules: tuple | str | None
+    """LoRA targets: None or ``all-linear`` (every linear layer but lm_head), or module names."""
+    new_rows: str
     """auto | tokens | full | frozen (:func:`azllm.lora.resolve_new_rows`)."""
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool
     device: str | None = None
     """``cuda...``: create the weights on that device (the benchmark); None: on the CPU (the Trainer moves them)."""
 
@@ -88,11 +94,13 @@ def load_base(base: str | os.PathLike, dtype):
     from transformers import AutoModelForCausalLM
 
     try:
-        return AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype, trust_remote_code=False,
-                                                    use_safetensors=True)
+        return AutoModelForCausalLM.from_pretrained(
+            str(base), dtype=dtype, trust_remote_code=False, use_safetensors=True
+        )
     except Exception as e:
-        raise ValueError(f"could not load base model {str(base)!r} (safetensors, no remote code): "
-                         f"{type(e).__name__}: {e}") from e
+        raise ValueError(
+            f"could not load base model {str(base)!r} (safetensors, no remote code): {type(e).__name__}: {e}"
+        ) from e
 
 
 def vocab_fit(tokenizer, base_meta: dict) -> str:
@@ -111,8 +119,9 @@ def vocab_fit(tokenizer, base_meta: dict) -> str:
     return "swap"
 
 
-def fit_base(base: str | os.PathLike, tokenizer, *, base_tokenizer: str | None = None, init: str = "mean",
-             dtype=None) -> tuple:
+def fit_base(
+    base: str | os.PathLike, tokenizer, *, base_tokenizer: str | None = None, init: str = "mean", dtype=None
+) -> tuple:
     """A pretrained base fitted to ``tokenizer`` (:func:`vocab_fit`): ``(model, source, new_ids)``.
 
     ``same``: as it is; ``extend``: base rows kept, new rows initialised (``init``), ``new_ids`` = the appended
@@ -130,8 +139,11 @@ def fit_base(base: str | os.PathLike, tokenizer, *, base_tokenizer: str | None =
     base_tok = base_tokenizer or meta.get("tokenizer_path") or str(base)
     if how == "extend":
         counts = azmodel.extend_embeddings(model, base_tok, tokenizer, init=init)
-        return model, f"base {base}, vocabulary extended ({init} init)", list(range(counts["kept"],
-                                                                                      tokenizer.vocab_size))
+        return (
+            model,
+            f"base {base}, vocabulary extended ({init} init)",
+            list(range(counts["kept"], tokenizer.vocab_size)),
+        )
     azmodel.swap_tokenizer_embeddings(model, base_tok, tokenizer, init=init)
     return model, f"base {base}, tokenizer swapped ({init} init)", list(range(tokenizer.vocab_size))
 
@@ -142,7 +154,7 @@ def _weights(spec: ModelSpec, tokenizer, vocab_size: int | None, dtype):
     if spec.base is not None:
         if tokenizer is None:
             raise ValueError("a base model needs the run's tokenizer to be fitted to")
-        return fit_base(spec.base, tokenizer, base_tokenizer=spec.base_tokenizer, init=spec.init, dtype=dtype)
+        return fit_base(spec.base, tokenizer, base_tokenizer=spec.base_tokenizer, init=spec.swap_init, dtype=dtype)
     import torch
 
     V = int(vocab_size or tokenizer.vocab_size)
@@ -158,7 +170,8 @@ def assemble_model(spec: ModelSpec, tokenizer=None, *, vocab_size: int | None = 
     "new_rows"}``; ``info["liger"]["applied"]`` lists the kernels that really run (none without CUDA)."""
     import torch
 
-    from . import lora, model as azmodel
+    from . import lora
+    from . import model as azmodel
     from .utils import torch_dtype
 
     if spec.method not in METHODS:
@@ -168,21 +181,39 @@ def assemble_model(spec: ModelSpec, tokenizer=None, *, vocab_size: int | None = 
     if want is not None and model.config.vocab_size != want:
         raise ValueError(f"model vocab {model.config.vocab_size} != tokenizer vocab {want}")
     if spec.method == "qlora":
-        model = lora.quantize_model(model, bits=spec.quant_bits, double_quant=spec.double_quant,
-                                    quant_type=spec.quant_type, compute_dtype=torch_dtype(spec.compute_dtype))
+        model = lora.quantize_model(
+            model,
+            bits=spec.quant_bits,
+            double_quant=spec.double_quant,
+            quant_type=spec.quant_type,
+            compute_dtype=torch_dtype(spec.compute_dtype),
+        )
     liger = azmodel.apply_liger(model, list(spec.liger))
     rows = f"{len(new_ids)} new rows: trained with the model" if new_ids else "none"
     if spec.method in ("lora", "qlora"):
         how = lora.resolve_new_rows(spec.new_rows, n_new=len(new_ids), vocab_size=model.config.vocab_size)
         rows = f"{len(new_ids)} new rows: {how}" if new_ids else "none"
         torch.manual_seed(spec.seed)
-        targets = spec.target_modules if isinstance(spec.target_modules, str) else list(spec.target_modules)
-        model = lora.apply_lora(model, r=spec.lora_r, alpha=spec.lora_alpha, dropout=spec.lora_dropout,
-                                use_rslora=spec.use_rslora, target_modules=targets or "all-linear",
-                                kbit=(spec.method == "qlora"), gradient_checkpointing=spec.gradient_checkpointing,
-                                liger_flce="fused_linear_cross_entropy" in liger["applied"],
-                                new_token_ids=new_ids, new_rows=how)
+        targets = spec.target_modules if isinstance(spec.target_modules, str | None) else list(spec.target_modules)
+        model = lora.apply_lora(
+            model,
+            r=spec.lora_r,
+            alpha=spec.lora_alpha,
+            dropout=spec.lora_dropout,
+            use_rslora=spec.use_rslora,
+            target_modules=targets or "all-linear",
+            kbit=(spec.method == "qlora"),
+            gradient_checkpointing=spec.gradient_checkpointing,
+            liger_flce="fused_linear_cross_entropy" in liger["applied"],
+            new_token_ids=new_ids,
+            new_rows=how,
+        )
     elif spec.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    return model, {"method": spec.method, "liger": liger, "parameters": azmodel.count_parameters(model),
-                   "source": source, "new_rows": rows}
+    return model, {
+        "method": spec.method,
+        "liger": liger,
+        "parameters": azmodel.count_parameters(model),
+        "source": source,
+        "new_rows": rows,
+    }

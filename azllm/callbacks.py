@@ -16,8 +16,16 @@ import torch
 
 from .utils import atomic_write_json, peak_rss_mb, progress, reset_peak_rss, vm_hwm_mb
 
-__all__ = ["ThroughputCallback", "SafetyCallback", "StopOnSignalCallback", "RowsFirstCallback",
-           "ProgressBarCallback", "NonFiniteLossError", "latest_checkpoint", "COMPLETE"]
+__all__ = [
+    "ThroughputCallback",
+    "SafetyCallback",
+    "StopOnSignalCallback",
+    "RowsFirstCallback",
+    "ProgressBarCallback",
+    "NonFiniteLossError",
+    "latest_checkpoint",
+    "COMPLETE",
+]
 
 COMPLETE = "azllm_complete.json"
 
@@ -72,8 +80,9 @@ class ThroughputCallback(_trainer_callback_base()):
     def on_step_end(self, args, state, control, **kw):
         if not self._hwm_reset:  # without a resettable high-water mark: sample the RSS
             self.peak_rss = max(self.peak_rss, psutil.Process().memory_info().rss / 2**20)
-        if self.cuda and not (control.should_log or control.should_evaluate or control.should_save
-                              or control.should_training_stop):
+        if self.cuda and not (
+            control.should_log or control.should_evaluate or control.should_save or control.should_training_stop
+        ):
             return
         now = self._now()
         if self._mark is not None:
@@ -89,10 +98,14 @@ class ThroughputCallback(_trainer_callback_base()):
 
     def summary(self) -> dict:
         t = self.step_times
-        out = {"timed_steps": len(t), "tokens_per_step": self.tokens_per_step,
-               "step_time_s": float(np.median(t)) if t else None,
-               "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
-               "peak_rss_mb": round(self.peak_rss, 1), "process_peak_rss_mb": round(peak_rss_mb(), 1)}
+        out = {
+            "timed_steps": len(t),
+            "tokens_per_step": self.tokens_per_step,
+            "step_time_s": float(np.median(t)) if t else None,
+            "tokens_per_s": self.tokens_per_step * len(t) / sum(t) if t else None,
+            "peak_rss_mb": round(self.peak_rss, 1),
+            "process_peak_rss_mb": round(peak_rss_mb(), 1),
+        }
         hwm = vm_hwm_mb()
         if hwm is not None and getattr(self, "_hwm_reset", False):
             out["peak_rss_mb"] = round(max(hwm, self.peak_rss), 1)
@@ -140,7 +153,8 @@ class SafetyCallback(_trainer_callback_base()):
         raise NonFiniteLossError(
             f"training loss is nan/inf at step {step}: the run is stopped, nothing after it was saved. Last good "
             f"checkpoint: {ck or 'none yet'}. Lower train.lr, raise train.warmup_steps or check the data; resume "
-            "from the checkpoint with train.resume: true.")
+            "from the checkpoint with train.resume: true."
+        )
 
     def on_train_begin(self, args, state, control, **kw):
         from .lora import check_not_repacked
@@ -155,8 +169,10 @@ class SafetyCallback(_trainer_callback_base()):
             bad = [n for n, p in self.model.named_parameters() if not torch.isfinite(p.detach()).all()]
             if bad:
                 control.should_save = False
-                raise NonFiniteLossError(f"weights became non-finite at step {state.global_step} ({bad[:3]}...); "
-                                         f"not saved. Last good checkpoint: {latest_checkpoint(self.output_dir)}")
+                raise NonFiniteLossError(
+                    f"weights became non-finite at step {state.global_step} ({bad[:3]}...); "
+                    f"not saved. Last good checkpoint: {latest_checkpoint(self.output_dir)}"
+                )
 
     def on_evaluate(self, args, state, control, metrics=None, **kw):
         from .lora import check_not_repacked
@@ -289,8 +305,7 @@ class ProgressBarCallback(_trainer_callback_base()):
 def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     """The newest complete checkpoint (``checkpoint-N`` holding ``azllm_complete.json``) of a run, or None."""
     d = Path(output_dir)
-    cks = [p for p in d.glob("checkpoint-*") if p.is_dir() and (p / COMPLETE).is_file()
-           and p.name.split("-")[-1].isdigit()]
+    cks = [
+        p for p in d.glob("checkpoint-*") if p.is_dir() and (p / COMPLETE).is_file() and p.name.split("-")[-1].isdigit()
+    ]
     return max(cks, key=lambda p: int(p.name.split("-")[-1])) if cks else None
-
-

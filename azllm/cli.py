@@ -57,8 +57,11 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--tokenizer", help="the tokenizer folder (default: the model's own, or the one its run recorded)")
     ev.add_argument("--out", help="folder of results.json (default: artifacts/<run>/eval/<model name>/)")
     ev.add_argument("--limit", type=int, help="score only the first N items of every task (a quick check)")
-    ev.add_argument("--lm-eval-command", action="store_true",
-                    help="print lm-eval's own command for these tasks (checked by its parser) and exit")
+    ev.add_argument(
+        "--lm-eval-command",
+        action="store_true",
+        help="print lm-eval's own command for these tasks (checked by its parser) and exit",
+    )
     ev.add_argument("--gpus", type=int, default=1, help="with --lm-eval-command: data-parallel GPUs")
     ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
     sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
@@ -148,15 +151,27 @@ def _eval(args) -> int:
         from .recipes.paths import Paths
 
         cfg = load(args.params)
-        argv = lm_eval_argv(args.model, list(cfg.evaluate.tasks), gpus=args.gpus, backend=args.backend,
-                            data_root=str(Paths(cfg).data_root) if Paths(cfg).data_root else None, seed=cfg.seed)
+        argv = lm_eval_argv(
+            args.model,
+            list(cfg.evaluate.tasks),
+            gpus=args.gpus,
+            backend=args.backend,
+            data_root=str(Paths(cfg).data_root) if Paths(cfg).data_root else None,
+            seed=cfg.seed,
+        )
         check_lm_eval_argv(argv)
         print(as_shell(argv))
         return 0
     over = None
     if args.limit:
-        over = {"evaluate": {"limit": args.limit, "local": {
-            k: {**v.model_dump(), "first": args.limit} for k, v in load(args.params).evaluate.local.items()}}}
+        over = {
+            "evaluate": {
+                "limit": args.limit,
+                "local": {
+                    k: {**v.model_dump(), "first": args.limit} for k, v in load(args.params).evaluate.local.items()
+                },
+            }
+        }
     res, path = evaluate_model(load(args.params, overrides=over), args.model, tokenizer=args.tokenizer, out=args.out)
     print("\n".join(eval_lines(res)))
     print(path)
@@ -188,8 +203,10 @@ def _sft(args) -> int:
 
     r = sft_command(load(args.params), show=lambda s: print(s, file=sys.stderr))
     if r.get("interrupted"):
-        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
-              file=sys.stderr)
+        print(
+            f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+            file=sys.stderr,
+        )
         return 0
     print(Path(r["output_dir"]) / "results.json")
     return 0
@@ -215,11 +232,12 @@ def _train(args) -> int:
         cfg = job_config(cfg, sm)
     data = prepare_data(cfg, progress=False)
     out = args.output_dir or (sm["checkpoints"] if sm else None)
-    r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr,
-                    output_dir=out)
+    r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out)
     if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
-        print(f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
-              file=sys.stderr)
+        print(
+            f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
+            file=sys.stderr,
+        )
         return 0
     if sm is not None and os.environ.get("RANK", "0") == "0":
         print(f"azllm: model in {sagemaker.publish(r, data['tokenizer'].path, sm)}", file=sys.stderr)
@@ -228,19 +246,28 @@ def _train(args) -> int:
 
 
 def _bench(args) -> int:
-    return {"encoder": _bench_encoder, "methods": _bench_methods, "overhead": _bench_overhead,
-            "gpu": _bench_gpu, "eval": _bench_eval, "sft": _bench_sft}[args.bench](args)
+    return {
+        "encoder": _bench_encoder,
+        "methods": _bench_methods,
+        "overhead": _bench_overhead,
+        "gpu": _bench_gpu,
+        "eval": _bench_eval,
+        "sft": _bench_sft,
+    }[args.bench](args)
 
 
 def _bench_eval(args) -> int:
     from .recipes import load
     from .recipes.evaluate import scoring_benchmark
 
-    res = scoring_benchmark(load(args.params), args.model, task=args.task, rounds=args.rounds,
-                            batch_sizes=tuple(args.batch_sizes))
+    res = scoring_benchmark(
+        load(args.params), args.model, task=args.task, rounds=args.rounds, batch_sizes=tuple(args.batch_sizes)
+    )
     for r in res["rows"]:
-        print(f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
-              f"{r['items_per_s']:.3g} items/s (load {r['load_start']} -> {r['load_end']})")
+        print(
+            f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
+            f"{r['items_per_s']:.3g} items/s (load {r['load_start']} -> {r['load_end']})"
+        )
     med = "  ".join(f"batch {bs}: {v:.3g} items/s" for bs, v in res["medians"].items())
     print(f"{res['task']}, median of {res['rounds']} fresh processes: {med}; ratio {res['ratio']:.2f}")
     return 0
@@ -252,13 +279,17 @@ def _bench_sft(args) -> int:
 
     res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
     for r in res["rows"]:
-        print(f"round {r['round']} ({r['order']}): bare PyTorch+PEFT loop {r['loop']:6.0f}, bare SFTTrainer "
-              f"{r['bare']:6.0f}, azllm {r['recipe']:6.0f} real tokens/s; azllm/loop {r['ratio']:.3f}; peak RSS "
-              f"loop {r['loop peak GB']:.2f} / azllm {r['recipe peak GB']:.2f} GB")
-    print(f"median over {args.rounds} rounds: loop {res['loop']:.0f}, SFTTrainer {res['bare']:.0f}, azllm "
-          f"{res['recipe']:.0f} real tokens/s; azllm/loop {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-"
-          f"{res['ratio_max']:.3f}), azllm/SFTTrainer {res['ratio_bare']:.3f}; same losses as SFTTrainer: "
-          f"{res['same_losses']}; load max {res['load_max']} on {res['cores']} cores")
+        print(
+            f"round {r['round']} ({r['order']}): bare PyTorch+PEFT loop {r['loop']:6.0f}, bare SFTTrainer "
+            f"{r['bare']:6.0f}, azllm {r['recipe']:6.0f} real tokens/s; azllm/loop {r['ratio']:.3f}; peak RSS "
+            f"loop {r['loop peak GB']:.2f} / azllm {r['recipe peak GB']:.2f} GB"
+        )
+    print(
+        f"median over {args.rounds} rounds: loop {res['loop']:.0f}, SFTTrainer {res['bare']:.0f}, azllm "
+        f"{res['recipe']:.0f} real tokens/s; azllm/loop {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-"
+        f"{res['ratio_max']:.3f}), azllm/SFTTrainer {res['ratio_bare']:.3f}; same losses as SFTTrainer: "
+        f"{res['same_losses']}; load max {res['load_max']} on {res['cores']} cores"
+    )
     if res.get("load_warning"):
         print(f"WARNING: {res['load_warning']}")
     print(f"written: {res['path']}")
@@ -283,8 +314,14 @@ def _bench_methods(args) -> int:
     from .recipes import load
     from .recipes.benchmark import methods_benchmark
 
-    res = methods_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, methods=tuple(args.methods),
-                            base=args.base, show=lambda s: print(s, flush=True))
+    res = methods_benchmark(
+        load(args.params),
+        rounds=args.rounds,
+        steps=args.steps,
+        methods=tuple(args.methods),
+        base=args.base,
+        show=lambda s: print(s, flush=True),
+    )
     for row in res["rows"]:
         print("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
     print(f"written: {res['path']}")
@@ -295,13 +332,23 @@ def _bench_overhead(args) -> int:
     from .recipes import load
     from .recipes.benchmark import overhead_benchmark
 
-    res = overhead_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads,
-                             base=args.base, method=args.method)
+    res = overhead_benchmark(
+        load(args.params),
+        rounds=args.rounds,
+        steps=args.steps,
+        threads=args.threads,
+        base=args.base,
+        method=args.method,
+    )
     for r in res["rows"]:
-        print(f"round {r['round']} ({r['order']}): bare {r['bare']:8.0f} tokens/s, training path "
-              f"{r['trainer']:8.0f} tokens/s, ratio {r['ratio']:.3f} (load {r['load']})")
-    print(f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
-          f"tokens/s, ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f})")
+        print(
+            f"round {r['round']} ({r['order']}): bare {r['bare']:8.0f} tokens/s, training path "
+            f"{r['trainer']:8.0f} tokens/s, ratio {r['ratio']:.3f} (load {r['load']})"
+        )
+    print(
+        f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
+        f"tokens/s, ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f})"
+    )
     if res.get("load_warning"):
         print(f"WARNING: {res['load_warning']}")
     print(f"written: {res['path']}")
@@ -327,8 +374,11 @@ def _bench_gpu(args) -> int:
         import torch
 
         if not torch.cuda.is_available():
-            print("azllm bench gpu: no CUDA device here. Run it on a machine with one GPU, or use --dry-run to check "
-                  "the same path on CPU with a tiny shape.", file=sys.stderr)
+            print(
+                "azllm bench gpu: no CUDA device here. Run it on a machine with one GPU, or use --dry-run to check "
+                "the same path on CPU with a tiny shape.",
+                file=sys.stderr,
+            )
             return 2
     reports = Path(args.reports)
     params_path = reports / str(raw.get("run_name", "gpu")) / "bench_gpu.params.yaml"  # in the git-ignored run dir
@@ -341,8 +391,10 @@ def _bench_gpu(args) -> int:
     if ok:
         print(gpu_markdown_table(metrics))
         print(gpu_job_cost_lines(metrics))
-    print(f"azllm bench gpu: {'done' if ok else 'FAILED'} in {(time.time() - t0) / 60:.1f} min; report: "
-          f"{run_dir / 'index.html'}")
+    print(
+        f"azllm bench gpu: {'done' if ok else 'FAILED'} in {(time.time() - t0) / 60:.1f} min; report: "
+        f"{run_dir / 'index.html'}"
+    )
     return 0 if ok else 1
 
 

@@ -24,14 +24,22 @@ import glob as _glob
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from .text import normalize as _normalize
 
-__all__ = ["DataError", "Resolved", "resolve_source", "under_root", "iter_documents", "read_lines", "file_sha256",
-           "source_lines"]
+__all__ = [
+    "DataError",
+    "Resolved",
+    "resolve_source",
+    "under_root",
+    "iter_documents",
+    "read_lines",
+    "file_sha256",
+    "source_lines",
+]
 
 
 class DataError(ValueError):
@@ -56,9 +64,13 @@ class Resolved:
 
     def describe(self) -> str:
         if self.kind == "files":
-            return f"{len(self.files)} local file(s): " + ", ".join(str(f) for f in self.files[:4]) + (
-                " ..." if len(self.files) > 4 else "")
-        return f"hub dataset {self.hub} (config={self.config}, split={self.split}, {'streamed' if self.streaming else 'cached'})"
+            return (
+                f"{len(self.files)} local file(s): "
+                + ", ".join(str(f) for f in self.files[:4])
+                + (" ..." if len(self.files) > 4 else "")
+            )
+        how = "streamed" if self.streaming else "cached"
+        return f"hub dataset {self.hub} (config={self.config}, split={self.split}, {how})"
 
     def sha256s(self) -> dict[str, str]:
         """sha256 of each local input file (empty for hub sources, whose revision the hub records)."""
@@ -87,8 +99,12 @@ def resolve_source(spec: dict, root: Path | None) -> Resolved:
     """
     tried = []
     path = spec.get("path")
-    common = dict(max_bytes=spec.get("max_bytes"), max_lines=spec.get("max_lines"),
-                  max_bytes_per_file=spec.get("max_bytes_per_file"), text_field=spec.get("text_field") or "text")
+    common = dict(
+        max_bytes=spec.get("max_bytes"),
+        max_lines=spec.get("max_lines"),
+        max_bytes_per_file=spec.get("max_bytes_per_file"),
+        text_field=spec.get("text_field") or "text",
+    )
     if path:
         p = under_root(path, root)
         if p is None:
@@ -117,7 +133,7 @@ def read_lines(path: str | os.PathLike) -> Iterator[str]:
             except UnicodeDecodeError as e:
                 raise DataError(
                     f"{path}: not valid UTF-8 at byte offset {offset + e.start} (line {lineno}): "
-                    f"{raw[max(0, e.start - 8):e.start + 8]!r}. Convert the file to UTF-8 (e.g. iconv)."
+                    f"{raw[max(0, e.start - 8) : e.start + 8]!r}. Convert the file to UTF-8 (e.g. iconv)."
                 ) from None
             offset += len(raw)
             yield line.rstrip("\r\n")
@@ -143,8 +159,10 @@ def _iter_file(path: Path, text_field: str) -> Iterator[str]:
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # pyarrow raises several types for a damaged file
-            raise DataError(f"{path}: not a readable parquet file ({type(e).__name__}: {e}). Re-download or "
-                            "re-export it, or remove it from the source's path glob.") from None
+            raise DataError(
+                f"{path}: not a readable parquet file ({type(e).__name__}: {e}). Re-download or "
+                "re-export it, or remove it from the source's path glob."
+            ) from None
         if text_field not in pf.schema_arrow.names:
             raise DataError(f"{path}: no column {text_field!r} (columns: {pf.schema_arrow.names})")
         for batch in pf.iter_batches(columns=[text_field], batch_size=1024):
@@ -172,8 +190,7 @@ def iter_documents(r: Resolved, normalize: bool = True, with_origin: bool = Fals
     """
     n_docs = 0
     n_bytes = 0
-    sources = [(str(f), _iter_file(f, r.text_field)) for f in r.files] if r.kind == "files" else [
-        (r.hub, _iter_hub(r))]
+    sources = [(str(f), _iter_file(f, r.text_field)) for f in r.files] if r.kind == "files" else [(r.hub, _iter_hub(r))]
     for origin, docs in sources:
         file_bytes = 0
         for doc in docs:
@@ -216,7 +233,7 @@ def source_lines(r: Resolved) -> list[str]:
     """Every line (record) of a source in order, empty ones kept, capped by ``max_lines`` only: the sides of a
     line-parallel set stay aligned line by line. Not normalized."""
     out = []
-    for origin in (r.files if r.kind == "files" else [None]):
+    for origin in r.files if r.kind == "files" else [None]:
         it = _iter_file(origin, r.text_field) if origin is not None else _iter_hub(r)
         for t in it:
             out.append(t)

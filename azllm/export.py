@@ -30,8 +30,16 @@ from .utils import replace_dir
 
 __all__ = ["merged_model", "export_model", "TOKENIZER_FILES", "copy_tokenizer_files"]
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json",
-                   "chat_template.jinja", "sp.model", "vocab.json", "merges.txt")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "sp.model",
+    "vocab.json",
+    "merges.txt",
+)
 """The files that make a tokenizer folder (Hugging Face, SentencePiece, GPT-2 style): what an export or a job's
 model folder copies next to the weights."""
 
@@ -56,8 +64,11 @@ def _dequantized(layer) -> torch.Tensor:
     if isinstance(layer, bnb.nn.Linear4bit):
         return bnb.functional.dequantize_4bit(w.data, w.quant_state).float()
     if isinstance(layer, bnb.nn.Linear8bitLt):
-        return bnb.functional.int8_vectorwise_dequant(w.data, w.SCB).float() if hasattr(w, "SCB") and \
-            w.SCB is not None else w.data.float()
+        return (
+            bnb.functional.int8_vectorwise_dequant(w.data, w.SCB).float()
+            if hasattr(w, "SCB") and w.SCB is not None
+            else w.data.float()
+        )
     return w.detach().float()
 
 
@@ -89,8 +100,9 @@ def merged_model(model, dtype: torch.dtype = torch.float32):
     from transformers import AutoModelForCausalLM
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    config = base.config.__class__.from_dict({k: v for k, v in base.config.to_dict().items()
-                                              if k != "quantization_config"})
+    config = base.config.__class__.from_dict(
+        {k: v for k, v in base.config.to_dict().items() if k != "quantization_config"}
+    )
     target = AutoModelForCausalLM.from_config(config, dtype=dtype)
     for mod_name, module in target.named_modules():
         params = dict(module.named_parameters(recurse=False))
@@ -104,8 +116,9 @@ def merged_model(model, dtype: torch.dtype = torch.float32):
     return target.eval()
 
 
-def export_model(model, tokenizer_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
-                 dtype: torch.dtype = torch.float32) -> Path:
+def export_model(
+    model, tokenizer_dir: str | os.PathLike, out_dir: str | os.PathLike, *, dtype: torch.dtype = torch.float32
+) -> Path:
     """Merge ``model`` (:func:`merged_model`) and write a standalone folder: ``model.safetensors`` + ``config.json``
     + the tokenizer's files from ``tokenizer_dir``. Written to a temporary folder, then renamed."""
     out_dir = Path(out_dir)

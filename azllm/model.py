@@ -46,28 +46,64 @@ import torch
 
 from .utils import LIGER_KERNELS
 
-__all__ = ["PRESETS", "model_config", "build_model", "count_parameters",
-           "swap_tokenizer_embeddings", "extend_embeddings", "liger_available", "apply_liger", "LigerError"]
+__all__ = [
+    "PRESETS",
+    "model_config",
+    "build_model",
+    "count_parameters",
+    "swap_tokenizer_embeddings",
+    "extend_embeddings",
+    "liger_available",
+    "apply_liger",
+    "LigerError",
+]
 
 log = logging.getLogger(__name__)
 
 # Shapes only: vocab_size always comes from the tokenizer. head_dim = hidden_size / num_attention_heads.
 PRESETS: dict[str, dict] = {
     # ~0.8M non-embedding parameters: trains to a clearly falling val loss in a few minutes on 2 CPU cores
-    "tiny": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True,
-                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    "tiny": dict(
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    ),
     # GPT-3-small / SmolLM-135M-like width and depth (~85M non-embedding + embeddings, ~125M at a 50k vocab)
-    "125m": dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
-                 num_key_value_heads=4, max_position_embeddings=2048, tie_word_embeddings=True,
-                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    "125m": dict(
+        hidden_size=768,
+        intermediate_size=2048,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=4,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    ),
     # the shape of meta-llama/Llama-3.2-1B (its 128k-context llama3 RoPE scaling included)
-    "1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, head_dim=64, max_position_embeddings=131072, tie_word_embeddings=True,
-               rms_norm_eps=1e-5,
-               rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
-                                "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                                "original_max_position_embeddings": 8192}),
+    "1b": dict(
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        max_position_embeddings=131072,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 32.0,
+            "high_freq_factor": 4.0,
+            "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+        },
+    ),
 }
 
 
@@ -91,8 +127,9 @@ def model_config(preset: str | dict, vocab_size: int, **overrides):
 
     if isinstance(preset, str):
         if preset not in PRESETS:
-            raise ValueError(f"unknown model preset {preset!r}; choose one of {sorted(PRESETS)} or pass a dict "
-                             "of LlamaConfig fields")
+            raise ValueError(
+                f"unknown model preset {preset!r}; choose one of {sorted(PRESETS)} or pass a dict of LlamaConfig fields"
+            )
         fields = copy.deepcopy(PRESETS[preset])
     elif isinstance(preset, dict):
         fields = copy.deepcopy(preset)
@@ -147,6 +184,7 @@ def count_parameters(model) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ tokenizer swap
+
 
 def _as_tok(t):
     from .tokenizer import Tok, load_tokenizer
@@ -227,8 +265,11 @@ def _row_sources(text, special: int | None, base_tok, base_vocab: dict, n_base: 
         return [special], "special"
     if isinstance(text, int):  # a byte piece: the base's own byte piece, else the ASCII character
         j = base_vocab.get(f"<0x{text:02X}>")
-        ids = [j] if j is not None and j < n_base else (
-            [j for j in base_tok.encode(chr(text)) if j < n_base] if 32 <= text < 127 else None) or None
+        ids = (
+            [j]
+            if j is not None and j < n_base
+            else ([j for j in base_tok.encode(chr(text)) if j < n_base] if 32 <= text < 127 else None) or None
+        )
         return ids, "byte" if ids else "fallback"
     if text:
         ids = [j for j in _base_piece_ids(base_tok, text) if j < n_base] or None
@@ -237,8 +278,7 @@ def _row_sources(text, special: int | None, base_tok, base_vocab: dict, n_base: 
 
 
 @torch.no_grad()
-def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str = "mean",
-                              keep_first: int = 0) -> dict:
+def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str = "mean", keep_first: int = 0) -> dict:
     """Resize ``model``'s embeddings to ``new_tokenizer`` and initialise every row (in place).
 
     ``init="mean"``: row ``i`` = mean of the base rows of ``base_tokenizer.encode(text_i)`` (input and, when not
@@ -256,7 +296,8 @@ def swap_tokenizer_embeddings(model, base_tokenizer, new_tokenizer, *, init: str
     emb_in = model.get_input_embeddings().weight.detach().clone().float()
     out_mod = model.get_output_embeddings()
     tied = bool(getattr(model.config, "tie_word_embeddings", False)) or (
-        out_mod is not None and out_mod.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr())
+        out_mod is not None and out_mod.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    )
     emb_out = None if tied or out_mod is None else out_mod.weight.detach().clone().float()
     n_base = emb_in.shape[0]
     texts = _token_texts(new_tok)
@@ -326,8 +367,10 @@ def extend_embeddings(model, base_tokenizer, extended_tokenizer, *, init: str = 
     base_tok, new_tok = _as_tok(base_tokenizer), _as_tok(extended_tokenizer)
     rows = model.get_input_embeddings().weight.shape[0]
     if base_tok.vocab_size > rows or new_tok.vocab_size <= base_tok.vocab_size:
-        raise ValueError(f"{new_tok.name} ({new_tok.vocab_size} ids) does not extend {base_tok.name} "
-                         f"({base_tok.vocab_size} ids) on a model of {rows} rows")
+        raise ValueError(
+            f"{new_tok.name} ({new_tok.vocab_size} ids) does not extend {base_tok.name} "
+            f"({base_tok.vocab_size} ids) on a model of {rows} rows"
+        )
     # rows past the base tokenizer (a padded embedding, as in Qwen) are initialised like the new tokens
     return swap_tokenizer_embeddings(model, base_tok, new_tok, init=init, keep_first=base_tok.vocab_size)
 
@@ -346,8 +389,10 @@ def liger_available(allow_interpreter: bool = False) -> tuple[bool, str]:
     if os.environ.get("TRITON_INTERPRET") == "1":
         if allow_interpreter:
             return True, "TRITON_INTERPRET=1: Triton's CPU interpreter (exact, very slow; for parity tests)"
-        return False, ("TRITON_INTERPRET=1 is set but the interpreter is not allowed for this run (it is only "
-                       "meant for parity tests); training runs without Liger")
+        return False, (
+            "TRITON_INTERPRET=1 is set but the interpreter is not allowed for this run (it is only "
+            "meant for parity tests); training runs without Liger"
+        )
     return False, "no CUDA device: Liger Kernel needs a GPU for its Triton kernels; training runs without them"
 
 
@@ -375,8 +420,10 @@ def apply_liger(model, kernels, *, allow_interpreter: bool = False) -> dict:
         raise LigerError(f"unknown Liger kernel(s) {unknown}; choose from {list(LIGER_KERNELS)}")
     requested = [k for k in LIGER_KERNELS if k in requested]
     if "cross_entropy" in requested and "fused_linear_cross_entropy" in requested:
-        raise LigerError("cross_entropy and fused_linear_cross_entropy are exclusive: the fused one already "
-                         "computes the cross-entropy; request only one")
+        raise LigerError(
+            "cross_entropy and fused_linear_cross_entropy are exclusive: the fused one already "
+            "computes the cross-entropy; request only one"
+        )
     ok, reason = liger_available(allow_interpreter)
     result = {"requested": requested, "applied": [], "available": ok, "reason": reason}
     if requested and not ok:
@@ -386,9 +433,11 @@ def apply_liger(model, kernels, *, allow_interpreter: bool = False) -> dict:
         if model_type != "llama":
             raise LigerError(f"azllm applies Liger to Llama models only, got model_type={model_type!r}")
         if "fused_linear_cross_entropy" in requested and _has_lora_on_lm_head(model):
-            raise LigerError("fused_linear_cross_entropy reads lm_head.weight directly and would silently skip the "
-                             "LoRA adapter on lm_head: apply Liger before LoRA (apply_lora then leaves lm_head out) "
-                             "or turn fused_linear_cross_entropy off")
+            raise LigerError(
+                "fused_linear_cross_entropy reads lm_head.weight directly and would silently skip the "
+                "LoRA adapter on lm_head: apply Liger before LoRA (apply_lora then leaves lm_head out) "
+                "or turn fused_linear_cross_entropy off"
+            )
         from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
         target = model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -6,8 +6,18 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["corpus_removed", "adapt_curves", "fertility_vs_vocab", "best_vs_baselines", "training_curves", "method_bars", "encoder_throughput",
-           "variant_bars", "predicted_vs_measured", "gain_vs_loss"]
+__all__ = [
+    "corpus_removed",
+    "adapt_curves",
+    "fertility_vs_vocab",
+    "best_vs_baselines",
+    "training_curves",
+    "method_bars",
+    "encoder_throughput",
+    "variant_bars",
+    "predicted_vs_measured",
+    "gain_vs_loss",
+]
 
 
 def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility", trained: set[str] | None = None):
@@ -22,23 +32,33 @@ def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility
         series.setdefault(key, []).append((r["vocab_size"], r[metric]))
     for key, pts in sorted(series.items()):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key,
-                linestyle="--" if "affix" in key else "-")
+        ax.plot(
+            [p[0] for p in pts], [p[1] for p in pts], marker="o", label=key, linestyle="--" if "affix" in key else "-"
+        )
     ax.set_xscale("log", base=2)
     xs = sorted({p[0] for pts in series.values() for p in pts})
     ax.set_xticks(xs, [f"{x // 1000}k" if x >= 1000 else str(x) for x in xs])
     ax.set_xlabel("vocabulary size")
     ax.set_ylabel(metric.replace("_", " "))
-    ax.set_title(f"{metric.replace('_', ' ')} on {eval_set} (lower is better)" if metric == "fertility"
-                 else f"{metric.replace('_', ' ')} on {eval_set}")
+    ax.set_title(
+        f"{metric.replace('_', ' ')} on {eval_set} (lower is better)"
+        if metric == "fertility"
+        else f"{metric.replace('_', ' ')} on {eval_set}"
+    )
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
     return fig
 
 
-def best_vs_baselines(rows: list[dict], eval_set: str, names: list[str], highlight: str | None = None,
-                      metric: str = "fertility", target: float | None = None):
+def best_vs_baselines(
+    rows: list[dict],
+    eval_set: str,
+    names: list[str],
+    highlight: str | None = None,
+    metric: str = "fertility",
+    target: float | None = None,
+):
     """Horizontal bars of ``metric`` for the named tokenizers, sorted, ``highlight`` in another colour."""
     vals = {r["tokenizer"]: r[metric] for r in rows if r["eval_set"] == eval_set and r["tokenizer"] in names}
     order = sorted(vals, key=vals.get)
@@ -69,8 +89,9 @@ def training_curves(curves: dict, train_bytes_per_token: float):
     tr = curves["train"]
     steps = [p["step"] for p in tr]
     axes[0].plot(steps, [p["loss"] for p in tr], label="train", alpha=0.8)
-    axes[1].plot(steps, [p["loss"] / math.log(2) / train_bytes_per_token for p in tr], label="train (approx.)",
-                 alpha=0.8)
+    axes[1].plot(
+        steps, [p["loss"] / math.log(2) / train_bytes_per_token for p in tr], label="train (approx.)", alpha=0.8
+    )
     for name, pts in curves["eval"].items():
         axes[0].plot([p["step"] for p in pts], [p["loss"] for p in pts], marker="o", label=name)
         axes[1].plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", label=name)
@@ -105,8 +126,13 @@ def encoder_throughput(res: dict):
             vals = [res["variants"][f"{v}@{s}"][metric] / (1e6 if j == 0 else 1) for v in "abc"]
             ax.bar(np.arange(3) + (i - 0.5) * width, vals, width, label=f"{s}x corpus")
         if j == 0:
-            ax.axhline(res["variants"]["limit@1"]["tokens_per_s"] / 1e6, color="k", ls="--", lw=1,
-                       label="limit (batch encode, all cores)")
+            ax.axhline(
+                res["variants"]["limit@1"]["tokens_per_s"] / 1e6,
+                color="k",
+                ls="--",
+                lw=1,
+                label="limit (batch encode, all cores)",
+            )
         ax.set_xticks(range(3), ["(a) naive list", "(b) per-doc tofile", "(c) encode_corpus"])
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
@@ -120,17 +146,30 @@ def variant_bars(df):
     empty slots labelled with their status."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(df) + 1.5))
     y = np.arange(len(df))
-    for ax, col, title in ((axes[0], "tokens/s", "tokens/s (median, min–max)"),
-                           (axes[1], "peak MB", "peak memory above baseline, MiB (median, min–max)")):
+    for ax, col, title in (
+        (axes[0], "tokens/s", "tokens/s (median, min–max)"),
+        (axes[1], "peak MB", "peak memory above baseline, MiB (median, min–max)"),
+    ):
         med = df[col].astype(float).to_numpy()
         lo = med - df[f"{col} min"].astype(float).to_numpy()
         hi = df[f"{col} max"].astype(float).to_numpy() - med
-        ax.barh(y, np.nan_to_num(med), xerr=[np.nan_to_num(lo), np.nan_to_num(hi)], capsize=3,
-                color=["C0" if s == "ok" else "lightgrey" for s in df.status])
-        for yi, (s, m) in enumerate(zip(df.status, med)):
+        ax.barh(
+            y,
+            np.nan_to_num(med),
+            xerr=[np.nan_to_num(lo), np.nan_to_num(hi)],
+            capsize=3,
+            color=["C0" if s == "ok" else "lightgrey" for s in df.status],
+        )
+        for yi, s in enumerate(df.status):
             if s != "ok":
-                ax.text(0, yi, f"  {s.replace('unavailable', 'not available on this device')}", va="center",
-                        fontsize=8, color="dimgrey")
+                ax.text(
+                    0,
+                    yi,
+                    f"  {s.replace('unavailable', 'not available on this device')}",
+                    va="center",
+                    fontsize=8,
+                    color="dimgrey",
+                )
         ax.set_yticks(y, df.variant)
         ax.invert_yaxis()
         ax.set_title(title)
@@ -144,8 +183,9 @@ def predicted_vs_measured(pred):
     fig, ax = plt.subplots(figsize=(5.5, 5))
     ax.scatter(d["measured MB"], d["predicted MB"])
     for _, r in d.iterrows():
-        ax.annotate(r.variant, (r["measured MB"], r["predicted MB"]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            r.variant, (r["measured MB"], r["predicted MB"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+        )
     hi = float(max(d["measured MB"].max(), d["predicted MB"].max())) * 1.1 if len(d) else 1
     xs = np.linspace(0, hi, 10)
     ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
@@ -165,9 +205,19 @@ def adapt_curves(results: list[dict]):
     for r in results:
         for ax, name in zip(axes, (r["az_set"], r["en_set"])):
             pts = r["curves"]["eval"][name]
-            ax.plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", color=colors.get(r["way"]),
-                    linestyle="-" if r["method"] == "full" else "--", label=f"{r['way']} / {r['method']}")
-    axes[0].set(xlabel="adaptation step", ylabel="bits per byte", title=f"Azerbaijani ({results[0]['az_set'] if results else ''}): lower is better")
+            ax.plot(
+                [p["step"] for p in pts],
+                [p["bpb"] for p in pts],
+                marker="o",
+                color=colors.get(r["way"]),
+                linestyle="-" if r["method"] == "full" else "--",
+                label=f"{r['way']} / {r['method']}",
+            )
+    axes[0].set(
+        xlabel="adaptation step",
+        ylabel="bits per byte",
+        title=f"Azerbaijani ({results[0]['az_set'] if results else ''}): lower is better",
+    )
     axes[1].set(xlabel="adaptation step", ylabel="bits per byte", title="English (held out): what the base loses")
     for a in axes:
         a.grid(alpha=0.3)
@@ -201,9 +251,15 @@ def gain_vs_loss(ranking: list[dict]):
     for r in ranking:
         if r["az_gain"] is None or r["en_change"] is None:
             continue
-        ax.errorbar(r["en_change"], r["az_gain"], xerr=1.96 * (r["en_change_se"] or 0),
-                    yerr=1.96 * (r["az_gain_se"] or 0), fmt="o", capsize=3,
-                    label=f"{r['way']} / {r['method']}")
+        ax.errorbar(
+            r["en_change"],
+            r["az_gain"],
+            xerr=1.96 * (r["en_change_se"] or 0),
+            yerr=1.96 * (r["az_gain_se"] or 0),
+            fmt="o",
+            capsize=3,
+            label=f"{r['way']} / {r['method']}",
+        )
     ax.axhline(0, color="grey", lw=0.8)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_xlabel("English change (after - before)")

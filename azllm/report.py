@@ -32,11 +32,17 @@ import yaml
 
 from .config import Config, ParamsError, load_params
 from .recipes import sources as _sources
-from .utils import (LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info,
-                    package_versions)
+from .utils import LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info, package_versions
 
-__all__ = ["record", "record_inputs", "record_artifact", "record_training_benchmark", "run_report", "run_metadata",
-           "compact_progress"]
+__all__ = [
+    "record",
+    "record_inputs",
+    "record_artifact",
+    "record_training_benchmark",
+    "run_report",
+    "run_metadata",
+    "compact_progress",
+]
 
 
 def _merge_part(out_dir: str | os.PathLike, kind: str, section: str, values: dict) -> Path:
@@ -86,14 +92,26 @@ def record_training_benchmark(out_dir, bench: dict, summary, pred, cost, fit) ->
     from .tables import records
 
     err = (pred["pred/meas"].dropna() - 1).abs()
-    record(out_dir, "benchmark", {
-        "device": bench["device"], "config": bench["config"], "tokens": bench["tokens"], "batch": bench["batch"],
-        "seq": bench["seq"], "variants": records(summary), "predicted_vs_measured": records(pred),
-        "cost": records(cost), "fit_planner": records(fit), "oom_probe": bench.get("oom_probe"),
-        "n_ok": int((summary.status == "ok").sum()), "n_variants": len(summary),
-        "max_abs_pred_error": float(err.max()) if len(err) else None,
-        "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
-    })
+    record(
+        out_dir,
+        "benchmark",
+        {
+            "device": bench["device"],
+            "config": bench["config"],
+            "tokens": bench["tokens"],
+            "batch": bench["batch"],
+            "seq": bench["seq"],
+            "variants": records(summary),
+            "predicted_vs_measured": records(pred),
+            "cost": records(cost),
+            "fit_planner": records(fit),
+            "oom_probe": bench.get("oom_probe"),
+            "n_ok": int((summary.status == "ok").sum()),
+            "n_variants": len(summary),
+            "max_abs_pred_error": float(err.max()) if len(err) else None,
+            "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
+        },
+    )
 
 
 def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
@@ -157,8 +175,12 @@ def _render_html(nb_path: Path, html_path: Path, show_code: bool, banner: str | 
     for cell in (c for c in nb.cells if c.cell_type == "code"):
         merged: list = []  # consecutive stream chunks of one name become one output, then progress is compacted
         for out in cell.get("outputs", []):
-            if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
-                    and merged[-1].get("name") == out.get("name")):
+            if (
+                out.get("output_type") == "stream"
+                and merged
+                and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")
+            ):
                 merged[-1]["text"] += out["text"]
             else:
                 merged.append(out)
@@ -194,21 +216,31 @@ def _tokenizer_answer(m: dict) -> tuple | None:
     ev = t.get("selected_on")
     ref = {r["tokenizer"]: r["fertility"] for r in t.get("table", []) if r.get("eval_set") == ev}
     refs = ", ".join(f"{n} {_f(ref[n])}" for n in ("llama3", "aztc-32k") if n in ref)
-    return ("Tokens per word", f"{t['best']}: {_f(t.get('best_fertility'))} on {ev}",
-            refs or "no baseline in this run", "01_tokenizers.html")
+    return (
+        "Tokens per word",
+        f"{t['best']}: {_f(t.get('best_fertility'))} on {ev}",
+        refs or "no baseline in this run",
+        "01_tokenizers.html",
+    )
 
 
 def _bpb_answer(m: dict) -> tuple | None:
     t = m.get("train") or {}
     if t.get("final_val_bpb") is None:
         return None
-    held = {k[len("final_"):-len("_bpb")]: v for k, v in t.items()
-            if k.startswith("final_") and k.endswith("_bpb") and not k.endswith("_uniform_bpb")}
+    held = {
+        k[len("final_") : -len("_bpb")]: v
+        for k, v in t.items()
+        if k.startswith("final_") and k.endswith("_bpb") and not k.endswith("_uniform_bpb")
+    }
     uniform = {k: t.get(f"final_{k}_uniform_bpb") for k in held}  # each set's own, computed by the recipe
     ref = ", ".join(f"{k} {_f(v)}" for k, v in uniform.items() if v is not None)
-    return ("Held-out bits per byte", ", ".join(f"{k} {_f(v)}" for k, v in held.items()),
-            f"a uniform guess over the vocabulary on the same sets: {ref}" if ref else "no baseline recorded",
-            "03_train.html")
+    return (
+        "Held-out bits per byte",
+        ", ".join(f"{k} {_f(v)}" for k, v in held.items()),
+        f"a uniform guess over the vocabulary on the same sets: {ref}" if ref else "no baseline recorded",
+        "03_train.html",
+    )
 
 
 def _adapt_answer(m: dict) -> tuple | None:
@@ -216,11 +248,14 @@ def _adapt_answer(m: dict) -> tuple | None:
     if not runs:
         return None
     best = min(runs, key=lambda r: r["az bpb after"])
-    return ("Adaptation that wins (Azerbaijani bpb)",
-            f"{best['way']} / {best['method']}: {_f(best['az bpb before'])} → {_f(best['az bpb after'])}; English "
-            f"{_f(best['en bpb before'])} → {_f(best['en bpb after'])} "
-            f"({_f(best['en bpb after'] - best['en bpb before'], '{:+.3f}')})",
-            "the base before adaptation (step 0)", "05_adapt.html")
+    return (
+        "Adaptation that wins (Azerbaijani bpb)",
+        f"{best['way']} / {best['method']}: {_f(best['az bpb before'])} → {_f(best['az bpb after'])}; English "
+        f"{_f(best['en bpb before'])} → {_f(best['en bpb after'])} "
+        f"({_f(best['en bpb after'] - best['en bpb before'], '{:+.3f}')})",
+        "the base before adaptation (step 0)",
+        "05_adapt.html",
+    )
 
 
 def _eval_answer(m: dict) -> tuple | None:
@@ -229,16 +264,27 @@ def _eval_answer(m: dict) -> tuple | None:
     if not rank:
         return None
     top = rank[0]
-    en = (f"; English {e.get('en_headline')} {_f(top['en_change'], '{:+.3f}')} ({top['en_verdict']})"
-          if top.get("en_change") is not None else "")
-    answer = (f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
-              f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}")
+    en = (
+        f"; English {e.get('en_headline')} {_f(top['en_change'], '{:+.3f}')} ({top['en_verdict']})"
+        if top.get("en_change") is not None
+        else ""
+    )
+    answer = (
+        f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
+        f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}"
+    )
     if (e.get("moved") or {}).get("base_at_chance"):  # no chance-level number presented as an answer
-        answer = ("none here: this base is a stand-in that sits at chance on every multiple-choice task, so its "
-                  "downstream changes are noise (" + answer + "). The answer on a real base is the SmolLM2-135M "
-                  "run: python -m azllm run params/smollm2.yaml (README, results)")
-    return ("Most Azerbaijani per device-hour (downstream)", answer,
-            "the base before adaptation; a gain only beyond 1.96 paired standard errors", "06_evaluate.html")
+        answer = (
+            "none here: this base is a stand-in that sits at chance on every multiple-choice task, so its "
+            "downstream changes are noise (" + answer + "). The answer on a real base is the SmolLM2-135M "
+            "run: python -m azllm run params/smollm2.yaml (README, results)"
+        )
+    return (
+        "Most Azerbaijani per device-hour (downstream)",
+        answer,
+        "the base before adaptation; a gain only beyond 1.96 paired standard errors",
+        "06_evaluate.html",
+    )
 
 
 def _technique_answers(m: dict) -> list[tuple]:
@@ -246,22 +292,39 @@ def _technique_answers(m: dict) -> list[tuple]:
     ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed ×") is not None]
     out = []
     if ok:
-        out.append(("Speed × and memory × of each technique", "; ".join(
-            f"{r['variant']} {_f(r['speed ×'], '{:.2f}')} / {_f(r.get('memory ×'), '{:.2f}')}" for r in ok),
-            "the baseline variant = 1.00 / 1.00", "04_benchmark.html"))
+        out.append(
+            (
+                "Speed × and memory × of each technique",
+                "; ".join(
+                    f"{r['variant']} {_f(r['speed ×'], '{:.2f}')} / {_f(r.get('memory ×'), '{:.2f}')}" for r in ok
+                ),
+                "the baseline variant = 1.00 / 1.00",
+                "04_benchmark.html",
+            )
+        )
     cost = [r for r in b.get("cost") or [] if r.get("$ per 1B tokens") is not None]
     if cost:
-        out.append(("$ per billion tokens", "; ".join(f"{r['variant']} ${r['$ per 1B tokens']:,.0f}" for r in cost),
-                    f"at {_f(cost[0].get('price/h'), '${:.2f}')}/h, the measured tokens/s of this machine",
-                    "04_benchmark.html"))
+        out.append(
+            (
+                "$ per billion tokens",
+                "; ".join(f"{r['variant']} ${r['$ per 1B tokens']:,.0f}" for r in cost),
+                f"at {_f(cost[0].get('price/h'), '${:.2f}')}/h, the measured tokens/s of this machine",
+                "04_benchmark.html",
+            )
+        )
     return out
 
 
 def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
     """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
     produce is left out. Every number is also in metrics.json."""
-    rows = [_tokenizer_answer(metrics), _bpb_answer(metrics), _adapt_answer(metrics), _eval_answer(metrics),
-            *_technique_answers(metrics)]
+    rows = [
+        _tokenizer_answer(metrics),
+        _bpb_answer(metrics),
+        _adapt_answer(metrics),
+        _eval_answer(metrics),
+        *_technique_answers(metrics),
+    ]
     return [r for r in rows if r is not None]
 
 
@@ -278,8 +341,9 @@ def _data_source(cfg: Config, params_file: Path, run_dir: Path) -> tuple[Config,
         return cfg, params_file, data
     raw = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
     effective = run_dir / "params.effective.yaml"
-    atomic_write_text(effective, yaml.safe_dump(deep_update(raw, data["overrides"]), sort_keys=False,
-                                                allow_unicode=True))
+    atomic_write_text(
+        effective, yaml.safe_dump(deep_update(raw, data["overrides"]), sort_keys=False, allow_unicode=True)
+    )
     return load_params(effective), effective, data
 
 
@@ -287,17 +351,21 @@ def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict, 
     e = html.escape
     items = "\n".join(
         f'<li><a href="{e(p["html"])}">{e(p["name"])}</a> — <b class="{p["status"]}">{e(p["status"])}</b>'
-        f' ({p["seconds"]:.0f} s){(" — " + e(p["error"])) if p.get("error") else ""}</li>' for p in pages)
-    rows = "\n".join(f'<tr><td>{e(q)}</td><td>{e(a)}</td><td>{e(ref)}</td><td><a href="{e(page)}">{e(page)}</a></td>'
-                     "</tr>" for q, a, ref, page in _headline(collected["metrics"]))
-    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>azllm — {e(meta['run_name'])}</title>
+        f" ({p['seconds']:.0f} s){(' — ' + e(p['error'])) if p.get('error') else ''}</li>"
+        for p in pages
+    )
+    rows = "\n".join(
+        f'<tr><td>{e(q)}</td><td>{e(a)}</td><td>{e(ref)}</td><td><a href="{e(page)}">{e(page)}</a></td></tr>'
+        for q, a, ref, page in _headline(collected["metrics"])
+    )
+    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>azllm — {e(meta["run_name"])}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} td{{padding:2px 8px}}
 .ok{{color:green}} .failed{{color:#b00}} .skipped{{color:#888}} code{{background:#eee}}</style></head><body>
-<h1>azllm report: {e(meta['run_name'])}</h1>
-<p>params <code>{e(str(meta['params_file']))}</code>, hash <code>{e(meta['params_hash'])}</code>,
-commit <code>{e(str(meta['git_commit']))}</code>, seed {meta['seed']}, {e(meta['time_utc'])}<br>
-machine: {e(str(meta['machine'].get('processor')))}, {meta['machine'].get('cpu_count')} cores,
-GPU: {e(", ".join(meta['machine'].get('gpus', [])) or 'none')}</p>
+<h1>azllm report: {e(meta["run_name"])}</h1>
+<p>params <code>{e(str(meta["params_file"]))}</code>, hash <code>{e(meta["params_hash"])}</code>,
+commit <code>{e(str(meta["git_commit"]))}</code>, seed {meta["seed"]}, {e(meta["time_utc"])}<br>
+machine: {e(str(meta["machine"].get("processor")))}, {meta["machine"].get("cpu_count")} cores,
+GPU: {e(", ".join(meta["machine"].get("gpus", [])) or "none")}</p>
 <h2>The answers</h2><table><tr><th>question</th><th>this run</th><th>beside</th><th>page</th></tr>{rows}</table>
 <h2>Pages</h2><ul>{items}</ul>
 <p><a href="metrics.json">metrics.json</a> (every number, with params, versions and input sha256s) ·
@@ -319,7 +387,8 @@ class _LogEcho:
                 chunk = f.read()
                 if chunk:
                     sys.stderr.buffer.write(chunk) if hasattr(sys.stderr, "buffer") else sys.stderr.write(
-                        chunk.decode(errors="replace"))
+                        chunk.decode(errors="replace")
+                    )
                     sys.stderr.flush()
                 elif self.stop.is_set():
                     return
@@ -338,8 +407,9 @@ class _LogEcho:
 def _check_notebooks(names: list[str], nb_dir: Path) -> None:
     for n in names:
         if not (nb_dir / f"{n}.ipynb").is_file():
-            raise ParamsError(f"notebooks: no notebook {n!r} in {nb_dir} "
-                              f"(have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})")
+            raise ParamsError(
+                f"notebooks: no notebook {n!r} in {nb_dir} (have: {sorted(p.stem for p in nb_dir.glob('*.ipynb'))})"
+            )
 
 
 def _kernel_did_not_start(e: BaseException) -> bool:
@@ -349,8 +419,17 @@ def _kernel_did_not_start(e: BaseException) -> bool:
     return not isinstance(e, pm.PapermillExecutionError) and "didn't respond" in str(e)
 
 
-def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_code: bool,
-             banner: str | None = None, *, start_timeout: int = 300, start_tries: int = 3) -> dict:
+def _execute(
+    name: str,
+    nb_dir: Path,
+    run_dir: Path,
+    params_file: Path,
+    show_code: bool,
+    banner: str | None = None,
+    *,
+    start_timeout: int = 300,
+    start_tries: int = 3,
+) -> dict:
     """Run one notebook with papermill into ``run_dir`` and render its page (also when a cell failed). A kernel
     that does not start within ``start_timeout`` seconds is started again, ``start_tries`` times in all."""
     import papermill as pm
@@ -361,15 +440,26 @@ def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_cod
     print(f"azllm: executing {name} ...", flush=True)
     for attempt in range(1, start_tries + 1):
         try:
-            pm.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out_nb),
-                                parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
-                                kernel_name=_kernel_name(), language="python", cwd=str(REPO_ROOT),
-                                progress_bar=True, log_output=False, start_timeout=start_timeout)
+            pm.execute_notebook(
+                str(nb_dir / f"{name}.ipynb"),
+                str(out_nb),
+                parameters={"params_file": str(params_file), "out_dir": str(run_dir)},
+                kernel_name=_kernel_name(),
+                language="python",
+                cwd=str(REPO_ROOT),
+                progress_bar=True,
+                log_output=False,
+                start_timeout=start_timeout,
+            )
             break
         except Exception as e:  # papermill's execution error, a kernel that did not start, or a kernel death
             if _kernel_did_not_start(e) and attempt < start_tries:
-                print(f"azllm: {name}: the kernel did not start in {start_timeout} s (try {attempt} of "
-                      f"{start_tries}); starting it again", file=sys.stderr, flush=True)
+                print(
+                    f"azllm: {name}: the kernel did not start in {start_timeout} s (try {attempt} of "
+                    f"{start_tries}); starting it again",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 continue
             page["status"] = "failed"
             page["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
@@ -382,9 +472,14 @@ def _execute(name: str, nb_dir: Path, run_dir: Path, params_file: Path, show_cod
     return page
 
 
-def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike = "reports",
-               notebooks: list[str] | None = None, show_code: bool | None = None,
-               notebooks_dir: str | os.PathLike | None = None) -> tuple[Path, bool]:
+def run_report(
+    params_file: str | os.PathLike,
+    *,
+    reports_dir: str | os.PathLike = "reports",
+    notebooks: list[str] | None = None,
+    show_code: bool | None = None,
+    notebooks_dir: str | os.PathLike | None = None,
+) -> tuple[Path, bool]:
     """Execute the notebooks of a params file and write the report. Returns ``(run_dir, ok)``.
 
     Progress and library warnings of the kernels go to ``<run_dir>/run.log``, echoed to this terminal.
@@ -404,8 +499,11 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
     meta = {**run_metadata(cfg, params_file), "data": data}
     atomic_write_text(run_dir / "params.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True))
     print(f"azllm: run {cfg.run_name!r} (params hash {meta['params_hash']})", flush=True)
-    print(f"azllm: data root: {meta['data_root'] or 'none: hub sources from the params are used'} "
-          f"(set AZLLM_DATA_ROOT or data.root in the params to point elsewhere)", flush=True)
+    print(
+        f"azllm: data root: {meta['data_root'] or 'none: hub sources from the params are used'} "
+        f"(set AZLLM_DATA_ROOT or data.root in the params to point elsewhere)",
+        flush=True,
+    )
     log = run_dir / "run.log"
     log.write_text("")
     before = os.environ.get(LOG_ENV)
@@ -414,19 +512,37 @@ def run_report(params_file: str | os.PathLike, *, reports_dir: str | os.PathLike
     try:
         with _LogEcho(log):
             for name in names:
-                pages.append(_execute(name, nb_dir, run_dir, params_file, show, banner,
-                                      start_timeout=cfg.report.kernel_start_timeout,
-                                      start_tries=cfg.report.kernel_start_tries))
+                pages.append(
+                    _execute(
+                        name,
+                        nb_dir,
+                        run_dir,
+                        params_file,
+                        show,
+                        banner,
+                        start_timeout=cfg.report.kernel_start_timeout,
+                        start_tries=cfg.report.kernel_start_tries,
+                    )
+                )
                 if pages[-1]["status"] != "ok":
                     break
     finally:
         os.environ.pop(LOG_ENV) if before is None else os.environ.__setitem__(LOG_ENV, before)
     ok = all(p["status"] == "ok" for p in pages)
-    pages += [{"name": n, "html": f"{n}.html", "status": "skipped", "seconds": 0.0,
-               "error": "not run: an earlier notebook failed"} for n in names[len(pages):]]
+    pages += [
+        {
+            "name": n,
+            "html": f"{n}.html",
+            "status": "skipped",
+            "seconds": 0.0,
+            "error": "not run: an earlier notebook failed",
+        }
+        for n in names[len(pages) :]
+    ]
     collected = _collect(run_dir)
     atomic_write_json(run_dir / "metrics.json", {"run": meta, "notebooks": pages, **collected})
     _write_index(run_dir, meta, pages, collected, banner)
-    print(f"azllm: report {'written' if ok else 'FAILED (partial report written)'}: {run_dir / 'index.html'}",
-          flush=True)
+    print(
+        f"azllm: report {'written' if ok else 'FAILED (partial report written)'}: {run_dir / 'index.html'}", flush=True
+    )
     return run_dir, ok

@@ -37,10 +37,15 @@ def job_paths(env: dict | None = None) -> dict | None:
     env = os.environ if env is None else env
     if not env.get("SM_MODEL_DIR"):
         return None
-    return {"model_dir": env["SM_MODEL_DIR"], "output_dir": env.get("SM_OUTPUT_DATA_DIR"),
-            "checkpoints": env.get("AZLLM_CHECKPOINT_DIR", DEFAULT_CHECKPOINTS),
-            "data": env.get("SM_CHANNEL_DATA"), "tokens": env.get("SM_CHANNEL_TOKENS"),
-            "num_gpus": int(env.get("SM_NUM_GPUS", "0") or 0), "hosts": json.loads(env.get("SM_HOSTS", "[]"))}
+    return {
+        "model_dir": env["SM_MODEL_DIR"],
+        "output_dir": env.get("SM_OUTPUT_DATA_DIR"),
+        "checkpoints": env.get("AZLLM_CHECKPOINT_DIR", DEFAULT_CHECKPOINTS),
+        "data": env.get("SM_CHANNEL_DATA"),
+        "tokens": env.get("SM_CHANNEL_TOKENS"),
+        "num_gpus": int(env.get("SM_NUM_GPUS", "0") or 0),
+        "hosts": json.loads(env.get("SM_HOSTS", "[]")),
+    }
 
 
 def publish(result: dict, tokenizer_dir: str | None, sm: dict) -> Path:

@@ -18,7 +18,8 @@ offline and that gives the same ids as the SentencePiece model. Decisions:
   hash and options returns the existing folder without training again.
 
 Loading (:func:`load_tokenizer`) accepts a Hugging Face folder (one of ours, holding ``sp.model``, is encoded by the
-SentencePiece engine: same ids as its ``tokenizer.json``, about 6x faster), a ``tokenizer.json``, a SentencePiece ``.model``,
+SentencePiece engine: same ids as its ``tokenizer.json``, about 6x faster), a ``tokenizer.json``, a SentencePiece
+``.model``,
 a tiktoken encoding name (``"tiktoken:cl100k_base"`` or a bare known name; offline through
 ``TIKTOKEN_CACHE_DIR``) or a hub id, and returns a :class:`Tok` whose ``encode`` never adds special tokens.
 """
@@ -31,14 +32,23 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .utils import json_hash, replace_dir
 
-__all__ = ["load_baseline", "Tok", "TokenizerError", "VocabTooLargeError", "VocabTooSmallError", "train_tokenizer", "load_tokenizer",
-           "TIKTOKEN_NAMES", "PRESPLIT_DELIMITER"]
+__all__ = [
+    "load_baseline",
+    "Tok",
+    "TokenizerError",
+    "VocabTooLargeError",
+    "VocabTooSmallError",
+    "train_tokenizer",
+    "load_tokenizer",
+    "TIKTOKEN_NAMES",
+    "PRESPLIT_DELIMITER",
+]
 
 TIKTOKEN_NAMES = {"gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"}
 PRESPLIT_DELIMITER = "\x1f"  # azllm.text.normalize removes control characters, so it never occurs in text
@@ -56,8 +66,11 @@ class VocabTooLargeError(TokenizerError):
     def __init__(self, requested: int, max_vocab_size: int | None, detail: str = ""):
         self.requested = requested
         self.max_vocab_size = max_vocab_size
-        hint = (f"the largest size that works for this corpus is {max_vocab_size}" if max_vocab_size
-                else "use a smaller vocab_size or a larger corpus")
+        hint = (
+            f"the largest size that works for this corpus is {max_vocab_size}"
+            if max_vocab_size
+            else "use a smaller vocab_size or a larger corpus"
+        )
         super().__init__(f"vocab_size={requested} is too large for this corpus: {hint}. {detail}".strip())
 
 
@@ -66,9 +79,11 @@ class VocabTooSmallError(TokenizerError):
 
     def __init__(self, requested: int, minimum: int):
         self.requested, self.minimum = requested, minimum
-        super().__init__(f"vocab_size={requested} is too small for this corpus: its characters (at "
-                         f"character_coverage), the byte-fallback pieces and the 4 specials need at least {minimum} "
-                         "ids. Use a vocab_size of at least that, or a lower character_coverage.")
+        super().__init__(
+            f"vocab_size={requested} is too small for this corpus: its characters (at "
+            f"character_coverage), the byte-fallback pieces and the 4 specials need at least {minimum} "
+            "ids. Use a vocab_size of at least that, or a lower character_coverage."
+        )
 
 
 @dataclass
@@ -108,6 +123,7 @@ class Tok:
 
 # ----------------------------------------------------------------------------------------------------- loading
 
+
 def _sha256_bytes(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
@@ -121,11 +137,18 @@ def _from_sentencepiece(path: Path, name: str) -> Tok:
     special = frozenset(i for i in range(n) if sp.is_control(i) or sp.is_unknown(i))
     ids = lambda i: i if i >= 0 else None  # noqa: E731
     return Tok(
-        name=name, kind="sentencepiece", vocab_size=n,
-        encode_fn=lambda t: sp.encode(t), decode_fn=lambda ids_: sp.decode(ids_),
+        name=name,
+        kind="sentencepiece",
+        vocab_size=n,
+        encode_fn=lambda t: sp.encode(t),
+        decode_fn=lambda ids_: sp.decode(ids_),
         encode_batch_fn=lambda ts: sp.encode(ts, num_threads=os.cpu_count() or 1),
-        fallback_ids=fallback, special_ids=special,
-        eos_id=ids(sp.eos_id()), bos_id=ids(sp.bos_id()), pad_id=ids(sp.pad_id()), unk_id=ids(sp.unk_id()),
+        fallback_ids=fallback,
+        special_ids=special,
+        eos_id=ids(sp.eos_id()),
+        bos_id=ids(sp.bos_id()),
+        pad_id=ids(sp.pad_id()),
+        unk_id=ids(sp.unk_id()),
         id_to_piece=sp.id_to_piece,
         fingerprint=_sha256_bytes(sp.serialized_model_proto()),
     )
@@ -169,12 +192,21 @@ def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
     bos = find("bos_token", ("<|begin_of_text|>", "<s>", "<bos>"))
     pad = find("pad_token", ("<pad>", "<|pad|>"))
     return Tok(
-        name=name, kind="hf", vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        name=name,
+        kind="hf",
+        vocab_size=tok.get_vocab_size(with_added_tokens=True),
         encode_fn=lambda t: tok.encode(t, add_special_tokens=False).ids,
         decode_fn=lambda ids: tok.decode(ids, skip_special_tokens=False),
         encode_batch_fn=lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)],
-        fallback_ids=frozenset(fallback), special_ids=special, eos_id=eos, bos_id=bos, pad_id=pad, unk_id=unk_id,
-        id_to_piece=tok.id_to_token, fingerprint=_sha256_bytes(tok.to_str().encode()), path=path,
+        fallback_ids=frozenset(fallback),
+        special_ids=special,
+        eos_id=eos,
+        bos_id=bos,
+        pad_id=pad,
+        unk_id=unk_id,
+        id_to_piece=tok.id_to_token,
+        fingerprint=_sha256_bytes(tok.to_str().encode()),
+        path=path,
     )
 
 
@@ -199,10 +231,14 @@ def _from_tiktoken(enc_name: str, name: str, cache_dir: str | os.PathLike | None
                 os.environ["TIKTOKEN_CACHE_DIR"] = old
     ranks_hash = _sha256_bytes(repr(sorted(enc._mergeable_ranks.items())[:1000]).encode() + enc.name.encode())
     return Tok(
-        name=name, kind="tiktoken", vocab_size=enc.n_vocab,
-        encode_fn=lambda t: enc.encode_ordinary(t), decode_fn=lambda ids: enc.decode(ids),
+        name=name,
+        kind="tiktoken",
+        vocab_size=enc.n_vocab,
+        encode_fn=lambda t: enc.encode_ordinary(t),
+        decode_fn=lambda ids: enc.decode(ids),
         encode_batch_fn=lambda ts: enc.encode_ordinary_batch(ts),
-        special_ids=frozenset(enc._special_tokens.values()), eos_id=enc.eot_token,
+        special_ids=frozenset(enc._special_tokens.values()),
+        eos_id=enc.eot_token,
         fingerprint=ranks_hash,
     )
 
@@ -222,8 +258,9 @@ def _from_vocab_merges(folder: Path, name: str) -> Tok:
     return t
 
 
-def load_tokenizer(spec: str | os.PathLike, name: str | None = None, *,
-                   tiktoken_cache: str | os.PathLike | None = None) -> Tok:
+def load_tokenizer(
+    spec: str | os.PathLike, name: str | None = None, *, tiktoken_cache: str | os.PathLike | None = None
+) -> Tok:
     """Load a tokenizer from any supported spec (see the module docstring).
 
     ``tiktoken_cache``: the folder of tiktoken's cache files, for a tiktoken spec offline.
@@ -252,8 +289,15 @@ def load_tokenizer(spec: str | os.PathLike, name: str | None = None, *,
     return _from_hub(s, name)
 
 
-def load_baseline(name: str, *, local: str | os.PathLike | None, path: str | None = None, hub: str | None = None,
-                  tiktoken: str | None = None, data_root: str | os.PathLike | None = None) -> Tok:
+def load_baseline(
+    name: str,
+    *,
+    local: str | os.PathLike | None,
+    path: str | None = None,
+    hub: str | None = None,
+    tiktoken: str | None = None,
+    data_root: str | os.PathLike | None = None,
+) -> Tok:
     """A baseline tokenizer: the ``local`` file or folder when there is one, else the ``hub`` id; a ``tiktoken``
     encoding name reads tiktoken's cache from ``local`` (a folder of cached files; None: tiktoken's own cache).
     ``path`` and ``data_root`` only word the error when neither is there.
@@ -266,8 +310,10 @@ def load_baseline(name: str, *, local: str | os.PathLike | None, path: str | Non
     elif local is not None or hub:
         spec, cache = str(local) if local is not None else hub, None
     else:
-        raise TokenizerError(f"baseline tokenizer {name!r} not found: path {path!r} does not exist under "
-                             f"data root {data_root} and no hub id is given")
+        raise TokenizerError(
+            f"baseline tokenizer {name!r} not found: path {path!r} does not exist under "
+            f"data root {data_root} and no hub id is given"
+        )
     try:
         return load_tokenizer(spec, name=name, tiktoken_cache=cache)
     except TokenizerError:
@@ -364,12 +410,19 @@ def train_tokenizer(
     if model_type not in ("unigram", "bpe"):
         raise TokenizerError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}")
     out_dir = Path(out_dir)
-    opts = dict(vocab_size=int(vocab_size), model_type=model_type, character_coverage=float(character_coverage),
-                byte_fallback=bool(byte_fallback), split_digits=bool(split_digits),
-                max_piece_length=int(max_piece_length), affix_presplit=bool(affix_presplit),
-                split_by_whitespace=bool(split_by_whitespace), split_by_unicode_script=bool(split_by_unicode_script),
-                input_sentence_size=int(input_sentence_size),
-                seed=int(seed))
+    opts = dict(
+        vocab_size=int(vocab_size),
+        model_type=model_type,
+        character_coverage=float(character_coverage),
+        byte_fallback=bool(byte_fallback),
+        split_digits=bool(split_digits),
+        max_piece_length=int(max_piece_length),
+        affix_presplit=bool(affix_presplit),
+        split_by_whitespace=bool(split_by_whitespace),
+        split_by_unicode_script=bool(split_by_unicode_script),
+        input_sentence_size=int(input_sentence_size),
+        seed=int(seed),
+    )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
@@ -380,10 +433,18 @@ def train_tokenizer(
         _run_sentencepiece(tmp, opts, int(num_threads))
         (tmp / "corpus.txt").unlink()
         export_hf(tmp / "sp.model", tmp)
-        (tmp / "azllm_tokenizer.json").write_text(json.dumps(
-            {"key": key, "options": opts, "corpus_sha256": corpus_sha, "corpus_lines": n_lines,
-             "sentencepiece_model_sha256": hashlib.sha256((tmp / "sp.model").read_bytes()).hexdigest()},
-            indent=2))
+        (tmp / "azllm_tokenizer.json").write_text(
+            json.dumps(
+                {
+                    "key": key,
+                    "options": opts,
+                    "corpus_sha256": corpus_sha,
+                    "corpus_lines": n_lines,
+                    "sentencepiece_model_sha256": hashlib.sha256((tmp / "sp.model").read_bytes()).hexdigest(),
+                },
+                indent=2,
+            )
+        )
         replace_dir(tmp, out_dir)
     finally:
         if tmp.exists():
@@ -406,15 +467,31 @@ def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
 
     spm.set_random_generator_seed(opts["seed"])
     kwargs = dict(
-        input=str(tmp / "corpus.txt"), model_prefix=str(tmp / "sp"), vocab_size=opts["vocab_size"],
-        model_type=opts["model_type"], character_coverage=opts["character_coverage"],
-        byte_fallback=opts["byte_fallback"], split_digits=opts["split_digits"],
-        max_sentencepiece_length=opts["max_piece_length"], split_by_whitespace=opts["split_by_whitespace"],
+        input=str(tmp / "corpus.txt"),
+        model_prefix=str(tmp / "sp"),
+        vocab_size=opts["vocab_size"],
+        model_type=opts["model_type"],
+        character_coverage=opts["character_coverage"],
+        byte_fallback=opts["byte_fallback"],
+        split_digits=opts["split_digits"],
+        max_sentencepiece_length=opts["max_piece_length"],
+        split_by_whitespace=opts["split_by_whitespace"],
         split_by_unicode_script=opts.get("split_by_unicode_script", True),
-        normalization_rule_name="identity", remove_extra_whitespaces=True,
-        input_sentence_size=opts["input_sentence_size"], shuffle_input_sentence=True, num_threads=num_threads,
-        max_sentence_length=1 << 16, unk_id=0, bos_id=1, eos_id=2, pad_id=3, unk_piece=SPECIALS["unk"],
-        bos_piece=SPECIALS["bos"], eos_piece=SPECIALS["eos"], pad_piece=SPECIALS["pad"], hard_vocab_limit=True,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=True,
+        input_sentence_size=opts["input_sentence_size"],
+        shuffle_input_sentence=True,
+        num_threads=num_threads,
+        max_sentence_length=1 << 16,
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=3,
+        unk_piece=SPECIALS["unk"],
+        bos_piece=SPECIALS["bos"],
+        eos_piece=SPECIALS["eos"],
+        pad_piece=SPECIALS["pad"],
+        hard_vocab_limit=True,
         minloglevel=2,
     )
     if opts["affix_presplit"]:
@@ -477,14 +554,20 @@ def export_hf(model_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path
     if tok is None:
         raise TokenizerError(f"{model_path}: unsupported SentencePiece model type {proto.trainer_spec.model_type}")
     hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token=SPECIALS["unk"], bos_token=SPECIALS["bos"], eos_token=SPECIALS["eos"],
-        pad_token=SPECIALS["pad"], model_max_length=1_000_000_000, clean_up_tokenization_spaces=False,
+        tokenizer_object=tok,
+        unk_token=SPECIALS["unk"],
+        bos_token=SPECIALS["bos"],
+        eos_token=SPECIALS["eos"],
+        pad_token=SPECIALS["pad"],
+        model_max_length=1_000_000_000,
+        clean_up_tokenization_spaces=False,
     )
     hf.save_pretrained(str(out_dir))
     return Path(out_dir)
 
 
 # ----------------------------------------------------------------------------------------------------- sweeps
+
 
 def variant_name(opts: dict) -> str:
     """Short name of a tokenizer variant.
@@ -497,8 +580,9 @@ def variant_name(opts: dict) -> str:
     return f"{opts['model_type']}-{size}" + ("-affix" if opts.get("affix_presplit") else "")
 
 
-def train_sweep(docs: list[str], out_root: str | os.PathLike, options: list[dict],
-                progress: bool = True) -> tuple[dict[str, Path], dict[str, str]]:
+def train_sweep(
+    docs: list[str], out_root: str | os.PathLike, options: list[dict], progress: bool = True
+) -> tuple[dict[str, Path], dict[str, str]]:
     """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``.
 
     Returns ``(trained, skipped)``: name -> folder for the variants trained (or reused: see

@@ -3,7 +3,8 @@
 One call, :func:`run_training`, turns a model + a tokenizer + token files + plain training arguments into a
 trained model and a plain dict of results (loss and bits-per-byte curves, tokens/s, peak memory, final val
 loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.train.train_model`) builds the
-:class:`TrainSpec` and the model (:func:`azllm.assemble.assemble_model`) from the params and calls it. The HF Trainer does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
+:class:`TrainSpec` and the model (:func:`azllm.assemble.assemble_model`) from the params and calls it. The HF Trainer
+does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
 (``torchrun --nproc-per-node 2 -m azllm train params.yaml``). Decisions:
 
 - **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
@@ -16,15 +17,10 @@ loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.
   Trainer's eval loss times the number of predicted tokens (every window has the same length, so the mean over
   windows is the mean over tokens). Perplexity is ``exp(loss)`` per token of *this* tokenizer (not comparable
   across tokenizers; bpb is).
-- **Schedule**: linear warmup then cosine decay to ``lr * min_lr_ratio`` (``cosine_with_min_lr``); AdamW with
-  decay on matrices only; gradient clipping; gradient accumulation; gradient checkpointing on request (non-reentrant).
-- **Precision**: ``auto`` = bf16 autocast on GPUs that support it, fp16 (with loss scaling) on older GPUs; on a CPU
-  with bf16 instructions (AVX512-BF16 or AMX, :func:`cpu_has_bf16`) bf16 autocast for a model of at least
-  :data:`CPU_BF16_MIN_PARAMS` parameters, else fp32. Measured on 2 idle cores of an AVX512-BF16 EPYC, SmolLM2-135M,
-  LoRA r=16 all-linear, 4 x 256, a bare PyTorch + PEFT loop: 6.7 / 7.7 s per step in fp32 against 5.0 / 5.7 s in
-  bf16 (1.35x), first-step loss 13.4919 against 13.4886 (0.02% apart; the stated tolerance is 1%); through TRL's
-  SFT path 5.6 -> 4.5 s per step. The stand-ins below 20M parameters stay fp32 (not measured faster; their numbers
-  stay exact and comparable with earlier reports). ``bf16``/``fp16``/``fp32`` force it.
+- **Schedule**: :func:`azllm.loop.training_arguments`, the one builder of every loop's arguments: linear warmup
+  then cosine decay to ``lr * min_lr_ratio`` (``cosine_with_min_lr``); AdamW with decay on matrices only;
+  gradient clipping; gradient accumulation; gradient checkpointing on request (non-reentrant).
+- **Precision**: :func:`azllm.loop.precision_flags` (``auto``: bf16 autocast where it was measured faster).
 - **Checkpoints**: every ``save_steps``, safetensors (adapters alone for LoRA/QLoRA, peft's ``save_pretrained``),
   plus optimizer, scheduler, RNG states and the Trainer state, keeping the last ``save_total_limit``. The Trainer
   writes a checkpoint folder in place, so a checkpoint only counts once ``azllm_complete.json`` is written in it
@@ -76,24 +72,48 @@ import os
 import shutil
 import time
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .assemble import METHODS  # noqa: F401  (one list of training methods)
-from .callbacks import (NonFiniteLossError, ProgressBarCallback, RowsFirstCallback, SafetyCallback,  # noqa: F401
-                        StopOnSignalCallback, ThroughputCallback, latest_checkpoint)
+from .callbacks import (  # noqa: F401
+    NonFiniteLossError,
+    ProgressBarCallback,
+    RowsFirstCallback,
+    SafetyCallback,
+    StopOnSignalCallback,
+    ThroughputCallback,
+    latest_checkpoint,
+)
+from .loop import LoopSpec, training_arguments
 from .utils import atomic_write_json, json_hash, replace_dir
 
-__all__ = ["TrainSpec", "run_key", "run_training", "finished_result", "ThroughputCallback", "SafetyCallback", "ProgressBarCallback",
-           "RowsFirstCallback", "StopOnSignalCallback",
-           "NonFiniteLossError", "count_bytes", "bytes_per_token", "make_eval_set", "latest_checkpoint",
-           "load_trained", "generate", "precision_flags", "cpu_has_bf16", "CPU_BF16_MIN_PARAMS", "keep_freed_memory",
-           "METHODS"]
+__all__ = [
+    "TrainSpec",
+    "run_key",
+    "run_training",
+    "finished_result",
+    "ThroughputCallback",
+    "SafetyCallback",
+    "ProgressBarCallback",
+    "RowsFirstCallback",
+    "StopOnSignalCallback",
+    "NonFiniteLossError",
+    "count_bytes",
+    "bytes_per_token",
+    "make_eval_set",
+    "latest_checkpoint",
+    "load_trained",
+    "generate",
+    "keep_freed_memory",
+    "METHODS",
+]
 
 # ----------------------------------------------------------------------------------------------------- data
+
 
 def count_bytes(ids, tokenizer, eos_id: int | None = None) -> int:
     """UTF-8 bytes of the text that ``ids`` decode to, each EOS counting 1 byte (the document separator).
@@ -141,67 +161,31 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
     toks = np.asarray(tf.tokens[: n * block_size], dtype=np.int64).reshape(n, block_size)
     pred = toks[:, 1:]
     nbytes = sum(count_bytes(row, tokenizer, tf.eos_id) for row in pred)
-    return {"dataset": Subset(ds, list(range(n))), "windows": n, "predicted_tokens": int(pred.size),
-            "bytes": int(nbytes)}
-
-
-# ---------------------------------------------------------------------------------------------------- model
-
-CPU_BF16_MIN_PARAMS = 20_000_000
-"""``precision: auto`` on a CPU picks bf16 autocast from this many parameters on (module docstring)."""
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU has bf16 matrix instructions (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo`` (Linux;
-    False elsewhere). ``AZLLM_CPU_BF16=0`` / ``1`` overrides the reading."""
-    forced = os.environ.get("AZLLM_CPU_BF16")
-    if forced in ("0", "1"):
-        return forced == "1"
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def precision_flags(precision: str, n_params: int | None = None) -> dict:
-    """``{"bf16": bool, "fp16": bool}`` for the Trainer (see the module docstring); ``n_params``: the model's
-    parameter count (``auto`` on a CPU: fp32 when it is not given).
-
-    >>> precision_flags("fp32")
-    {'bf16': False, 'fp16': False}
-    """
-    cuda = torch.cuda.is_available()
-    if precision == "auto":
-        if cuda:
-            return {"bf16": torch.cuda.is_bf16_supported(), "fp16": not torch.cuda.is_bf16_supported()}
-        big = n_params is not None and n_params >= CPU_BF16_MIN_PARAMS
-        return {"bf16": big and cpu_has_bf16(), "fp16": False}
-    if precision == "fp32":
-        return {"bf16": False, "fp16": False}
-    if precision == "bf16":
-        return {"bf16": True, "fp16": False}
-    if precision == "fp16":
-        if not cuda:
-            raise ValueError("train.precision fp16 needs a CUDA GPU (fp16 autocast with loss scaling); use bf16 "
-                             "or fp32 on CPU")
-        return {"bf16": False, "fp16": True}
-    raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
+    return {
+        "dataset": Subset(ds, list(range(n))),
+        "windows": n,
+        "predicted_tokens": int(pred.size),
+        "bytes": int(nbytes),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- train
 
+
 def _curves(log_history: list[dict]) -> dict:
-    train = [{"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
-             for h in log_history if "loss" in h]
+    train = [
+        {"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
+        for h in log_history
+        if "loss" in h
+    ]
     evals: dict[str, list] = {}
     for h in log_history:
         for k, v in h.items():
             if k.startswith("eval_") and k.endswith("_loss"):
-                name = k[len("eval_"):-len("_loss")]
-                evals.setdefault(name, []).append({"step": h["step"], "loss": v, "ppl": h.get(f"eval_{name}_ppl"),
-                                                   "bpb": h.get(f"eval_{name}_bpb")})
+                name = k[len("eval_") : -len("_loss")]
+                evals.setdefault(name, []).append(
+                    {"step": h["step"], "loss": v, "ppl": h.get(f"eval_{name}_ppl"), "bpb": h.get(f"eval_{name}_bpb")}
+                )
     return {"train": train, "eval": evals}
 
 
@@ -216,44 +200,23 @@ def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
 
 
 @dataclass(frozen=True)
-class TrainSpec:
-    """The training loop's arguments in plain values, named as in :class:`azllm.config.TrainConfig` (built from the
-    params in one place, :func:`azllm.recipes.train.train_spec`). Fields whose metadata says ``keyed: False`` do not
-    change what a run computes (how it is tracked, resumed or shown), so :func:`run_key` leaves them out; every
-    other field, including one added later, is part of the key."""
+class TrainSpec(LoopSpec):
+    """The pretraining / adaptation loop's arguments: :class:`azllm.loop.LoopSpec` and its own fields, named as in
+    :class:`azllm.config.TrainConfig` and built from it by :func:`azllm.recipes.train.train_spec`. No defaults: a
+    default lives in the config alone."""
 
-    max_steps: int = 400
-    lr: float = 3e-3
-    block_size: int = 128
-    batch_size: int = 8
-    grad_accum: int = 1
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 30
-    weight_decay: float = 0.1
-    betas: tuple = (0.9, 0.95)
-    grad_clip: float = 1.0
-    optimizer: str = "adamw"
-    precision: str = "auto"
-    gradient_checkpointing: bool = False
-    eval_steps: int = 100
-    eval_max_tokens: int | None = 16384
-    eval_batch_size: int = 16
-    logging_steps: int = 10
-    save_steps: int = 200
-    save_total_limit: int = 2
-    untimed_steps: int = 5
-    seed: int = 1234
-    eval_on_start: bool = False
-    rows_only_steps: int = 0
-    fsdp: bool = False
-    fsdp_config: dict = field(default_factory=dict)
-    resume: bool = field(default=True, metadata={"keyed": False})
-    report_to: tuple = field(default=("tensorboard",), metadata={"keyed": False})
+    block_size: int
+    eval_max_tokens: int | None
+    save_steps: int
+    eval_on_start: bool
+    rows_only_steps: int
+    fsdp: bool
+    fsdp_config: dict
 
     def keyed(self) -> dict:
-        """The fields that shape the run (see the class docstring); FSDP's only when it is on (its checkpoints are
+        """The fields that shape the run (:meth:`LoopSpec.keyed`); FSDP's only when it is on (its checkpoints are
         sharded differently: a run of its own)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("keyed", True)}
+        out = super().keyed()
         if not self.fsdp:
             out.pop("fsdp"), out.pop("fsdp_config")
         return out
@@ -265,15 +228,31 @@ def run_key(*, model: dict, train: TrainSpec, tokenizer: str, data: dict, **extr
     tokenizer's fingerprint, the token files' keys (``data``) and anything else the caller names (``extra``).
     It names the run's output folder and is written to its ``results.json`` (:func:`finished_result`).
 
-    >>> run_key(model={"preset": "tiny"}, train=TrainSpec(), tokenizer="f", data={}) == run_key(
-    ...     model={"preset": "tiny"}, train=TrainSpec(resume=False, report_to=()), tokenizer="f", data={})
+    >>> import dataclasses
+    >>> from azllm import recipes
+    >>> from azllm.recipes.train import train_spec
+    >>> spec = train_spec(recipes.load(None))
+    >>> run_key(model={"preset": "tiny"}, train=spec, tokenizer="f", data={}) == run_key(
+    ...     model={"preset": "tiny"}, train=dataclasses.replace(spec, resume=False, report_to=()), tokenizer="f",
+    ...     data={})
     True
     """
     return json_hash({"model": model, "train": train.keyed(), "tokenizer": tokenizer, "data": data, **extra}, n=12)
 
 
-def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: dict, output_dir: str | os.PathLike,
-                 key: str, info: dict | None = None, callbacks: list | tuple = (), progress: bool = True) -> dict:
+def run_training(
+    model,
+    spec: TrainSpec,
+    *,
+    tokenizer,
+    train_file,
+    eval_files: dict,
+    output_dir: str | os.PathLike,
+    key: str,
+    info: dict | None = None,
+    callbacks: list | tuple = (),
+    progress: bool = True,
+) -> dict:
     """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
 
     ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
@@ -296,13 +275,16 @@ def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: d
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if int(os.environ.get("RANK", "0")) == 0:  # what a checkpoint of this run was trained with (azllm eval reads it)
-        atomic_write_json(out / "azllm_run.json",
-                          {"tokenizer_path": tokenizer.path, "tokenizer": tokenizer.fingerprint, "key": key})
-    eval_info = {name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens)
-                 for name, path in eval_files.items()}
+        atomic_write_json(
+            out / "azllm_run.json", {"tokenizer_path": tokenizer.path, "tokenizer": tokenizer.fingerprint, "key": key}
+        )
+    eval_info = {
+        name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens) for name, path in eval_files.items()
+    }
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    trainer, (safety, throughput, stop) = _trainer(model, spec, tokenizer, train_file, eval_info, out, world,
-                                                   callbacks, progress)
+    trainer, (safety, throughput, stop) = _trainer(
+        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress
+    )
     ck = latest_checkpoint(out) if spec.resume else None
     malloc = keep_freed_memory() if not torch.cuda.is_available() else False
     t0 = time.perf_counter()
@@ -312,27 +294,56 @@ def run_training(model, spec: TrainSpec, *, tokenizer, train_file, eval_files: d
         safety.handle.remove()
     seconds = time.perf_counter() - t0
     if stop.stopped:  # every rank wrote a complete checkpoint at this step; no final evaluation, no results.json
-        return {"key": key, "interrupted": stop.stopped, "steps": trainer.state.global_step, "seconds": seconds,
-                "output_dir": str(out), "checkpoint": str(latest_checkpoint(out)), "model": model, "trainer": trainer}
+        return {
+            "key": key,
+            "interrupted": stop.stopped,
+            "steps": trainer.state.global_step,
+            "seconds": seconds,
+            "output_dir": str(out),
+            "checkpoint": str(latest_checkpoint(out)),
+            "model": model,
+            "trainer": trainer,
+        }
     final = _final_metrics(trainer, safety, eval_info)
-    final_dir = _save_final(trainer, out, {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path,
-                                           "key": key, **{k: v for k, v in (info or {}).items() if k == "method"}})
+    final_dir = _save_final(
+        trainer,
+        out,
+        {
+            "tokenizer": tokenizer.fingerprint,
+            "tokenizer_path": tokenizer.path,
+            "key": key,
+            **{k: v for k, v in (info or {}).items() if k == "method"},
+        },
+    )
     result = {
-        "key": key, "output_dir": str(out), "final_dir": str(final_dir),
+        "key": key,
+        "output_dir": str(out),
+        "final_dir": str(final_dir),
         "checkpoint": str(latest_checkpoint(out)) if latest_checkpoint(out) else None,
-        "resumed_from": str(ck) if ck else None, "steps": trainer.state.global_step, "seconds": seconds,
-        "curves": _curves(trainer.state.log_history), "final": final, "throughput": throughput.summary(),
+        "resumed_from": str(ck) if ck else None,
+        "steps": trainer.state.global_step,
+        "seconds": seconds,
+        "curves": _curves(trainer.state.log_history),
+        "final": final,
+        "throughput": throughput.summary(),
         "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
-        "world_size": world, "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16}, "lr": spec.lr, "max_steps": spec.max_steps,
-        "fsdp": bool(trainer.is_fsdp_enabled), "freed_memory_kept": malloc, "cached": False, **(info or {}),
+        "world_size": world,
+        "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16},
+        "lr": spec.lr,
+        "max_steps": spec.max_steps,
+        "fsdp": bool(trainer.is_fsdp_enabled),
+        "freed_memory_kept": malloc,
+        "cached": False,
+        **(info or {}),
     }
     if trainer.is_world_process_zero():
         atomic_write_json(out / "results.json", result)
     return {**result, "model": model, "trainer": trainer}
 
 
-def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out: Path, world: int, callbacks,
-             progress: bool):
+def _trainer(
+    model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out: Path, world: int, callbacks, progress: bool
+):
     """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
     progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
     from transformers import Trainer
@@ -344,40 +355,42 @@ def _trainer(model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out
     stop = StopOnSignalCallback()
     rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
     n_params = sum(p.numel() for p in model.parameters())
-    trainer = Trainer(model=model, args=_training_arguments(out, spec, world=world, n_params=n_params),
-                      train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
-                      eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
-                      callbacks=[stop, safety, throughput, *callbacks, *rows_first])
-    _adjust(trainer, model, spec.optimizer, dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
-            fsdp=spec.fsdp)
+    trainer = Trainer(
+        model=model,
+        args=_training_arguments(out, spec, world=world, n_params=n_params),
+        train_dataset=TokenWindowDataset(TokenFile(train_file, tokenizer), spec.block_size),
+        eval_dataset={k: v["dataset"] for k, v in eval_info.items()},
+        callbacks=[stop, safety, throughput, *callbacks, *rows_first],
+    )
+    _adjust(
+        trainer,
+        model,
+        spec.optimizer,
+        dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
+        fsdp=spec.fsdp,
+    )
     if progress:
         trainer.add_callback(ProgressBarCallback())
     return trainer, (safety, throughput, stop)
 
 
 def _training_arguments(out: Path, spec: TrainSpec, *, world: int, n_params: int | None = None):
-    """The Trainer's arguments: cosine schedule with warm-up to ``lr * min_lr_ratio``, step-wise eval and save,
-    the seed for the model's sampler too, gloo for CPU DDP (no search for unused parameters), FSDP on request, and
-    on CUDA a non-blocking copy of each batch from pinned memory (a blocking one would sync every step)."""
+    """The Trainer's arguments (:func:`azllm.loop.training_arguments`), with pretraining's own: a checkpoint every
+    ``save_steps``, the windows' columns kept, and FSDP on request."""
     from transformers import TrainingArguments
 
-    cuda = torch.cuda.is_available()
-    s = spec
-    return TrainingArguments(
-        output_dir=str(out), max_steps=s.max_steps, per_device_train_batch_size=s.batch_size,
-        per_device_eval_batch_size=s.eval_batch_size, gradient_accumulation_steps=s.grad_accum,
-        learning_rate=s.lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(s.min_lr_ratio)}, warmup_steps=s.warmup_steps,
-        weight_decay=s.weight_decay, max_grad_norm=s.grad_clip, logging_steps=s.logging_steps,
-        eval_strategy="steps", eval_steps=s.eval_steps, save_strategy="steps", save_steps=s.save_steps,
-        save_total_limit=s.save_total_limit, activation_checkpointing=s.gradient_checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False}, report_to=list(s.report_to), seed=s.seed,
-        data_seed=s.seed, dataloader_num_workers=0, logging_nan_inf_filter=False, eval_on_start=s.eval_on_start,
-        remove_unused_columns=False, disable_tqdm=True, use_cpu=not cuda,
-        ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
-        prediction_loss_only=True, dataloader_pin_memory=cuda, accelerator_config={"non_blocking": cuda},
-        fsdp=bool(s.fsdp), fsdp_config={"version": 2, **(s.fsdp_config or {})} if s.fsdp else None,
-        **precision_flags(s.precision, n_params))
+    return training_arguments(
+        TrainingArguments,
+        out,
+        spec,
+        world=world,
+        n_params=n_params,
+        save_steps=spec.save_steps,
+        eval_on_start=spec.eval_on_start,
+        remove_unused_columns=False,
+        fsdp=bool(spec.fsdp),
+        fsdp_config={"version": 2, **(spec.fsdp_config or {})} if spec.fsdp else None,
+    )
 
 
 def _adjust(trainer, model, optimizer: str, opt_kwargs: dict, *, fsdp: bool) -> None:
@@ -393,8 +406,11 @@ def _adjust(trainer, model, optimizer: str, opt_kwargs: dict, *, fsdp: bool) -> 
         n_flop_params = model.num_parameters(exclude_embeddings=True)
         trainer.floating_point_ops = lambda inputs: 6 * inputs["input_ids"].numel() * n_flop_params
     if fsdp and not trainer.is_fsdp_enabled:
-        warnings.warn(f"train.fsdp is set, but accelerate runs this launch as {trainer.accelerator.distributed_type} "
-                      "(it turns only GPU launches into FSDP): training continues as plain data parallel")
+        warnings.warn(
+            f"train.fsdp is set, but accelerate runs this launch as {trainer.accelerator.distributed_type} "
+            "(it turns only GPU launches into FSDP): training continues as plain data parallel",
+            stacklevel=2,
+        )
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
 
@@ -431,9 +447,13 @@ def _final_metrics(trainer, safety, eval_info: dict) -> dict:
         metrics = trainer.evaluate()
         safety.on_evaluate(trainer.args, trainer.state, trainer.control, metrics=metrics)
     vocab = trainer.model.get_output_embeddings().weight.shape[0]
-    return {name: {**{m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")},
-                   "uniform_bpb": uniform_bpb(vocab, info["predicted_tokens"], info["bytes"])}
-            for name, info in eval_info.items()}
+    return {
+        name: {
+            **{m: metrics.get(f"eval_{name}_{m}") for m in ("loss", "ppl", "bpb")},
+            "uniform_bpb": uniform_bpb(vocab, info["predicted_tokens"], info["bytes"]),
+        }
+        for name, info in eval_info.items()
+    }
 
 
 def _save_final(trainer, out: Path, meta: dict) -> Path:
@@ -462,8 +482,11 @@ def keep_freed_memory() -> bool:
     import sys
 
     names = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_TOP_PAD_")
-    if not sys.platform.startswith("linux") or any(n in os.environ for n in names) or \
-            "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+    if (
+        not sys.platform.startswith("linux")
+        or any(n in os.environ for n in names)
+        or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", "")
+    ):
         return False
     try:
         libc = ctypes.CDLL(None)
@@ -487,8 +510,16 @@ def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float3
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: list[str], *, max_new_tokens: int = 40, temperature: float = 0.8,
-             top_k: int = 50, seed: int = 0) -> list[dict]:
+def generate(
+    model,
+    tokenizer,
+    prompts: list[str],
+    *,
+    max_new_tokens: int = 40,
+    temperature: float = 0.8,
+    top_k: int = 50,
+    seed: int = 0,
+) -> list[dict]:
     """Greedy and sampled continuations of each prompt: ``[{"prompt", "greedy", "sampled"}]`` (text only).
 
     The prompt is encoded without special tokens (as in the token files, where documents follow an EOS, the
@@ -505,11 +536,19 @@ def generate(model, tokenizer, prompts: list[str], *, max_new_tokens: int = 40, 
         row = {"prompt": p}
         for mode in ("greedy", "sampled"):
             torch.manual_seed(seed)
-            kw = dict(do_sample=False) if mode == "greedy" else dict(do_sample=True, temperature=temperature,
-                                                                       top_k=top_k)
-            outp = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                  eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id or tokenizer.eos_id,
-                                  **kw)
-            row[mode] = tokenizer.decode(outp[0, ids.shape[1]:].tolist()).replace("</s>", " ⏎ ")
+            kw = (
+                dict(do_sample=False)
+                if mode == "greedy"
+                else dict(do_sample=True, temperature=temperature, top_k=top_k)
+            )
+            outp = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_new_tokens,
+                eos_token_id=tokenizer.eos_id,
+                pad_token_id=tokenizer.pad_id or tokenizer.eos_id,
+                **kw,
+            )
+            row[mode] = tokenizer.decode(outp[0, ids.shape[1] :].tolist()).replace("</s>", " ⏎ ")
         rows.append(row)
     return rows

@@ -36,8 +36,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .utils import replace_dir
 
@@ -50,8 +50,9 @@ class VocabError(ValueError):
     """A base tokenizer that cannot be extended this way."""
 
 
-def extend_tokenizer(base: str | os.PathLike, corpus: Iterable[str], n_new: int, out_dir: str | os.PathLike, *,
-                     seed: int = 1234) -> Path:
+def extend_tokenizer(
+    base: str | os.PathLike, corpus: Iterable[str], n_new: int, out_dir: str | os.PathLike, *, seed: int = 1234
+) -> Path:
     """Add up to ``n_new`` Azerbaijani tokens learned on ``corpus`` (normalized documents) to ``base`` (a folder
     with ``tokenizer.json`` or ``tokenizer.model``, or either file) and write a Hugging Face folder ``out_dir``.
 
@@ -73,8 +74,9 @@ def extend_tokenizer(base: str | os.PathLike, corpus: Iterable[str], n_new: int,
         for extra in ("tokenizer_config.json", "special_tokens_map.json"):
             if (src.parent / extra).is_file() and not (tmp / extra).exists():
                 shutil.copy(src.parent / extra, tmp / extra)
-        (tmp / "azllm_vocab.json").write_text(json.dumps({"base": str(src), "n_new_requested": int(n_new), **info},
-                                                         ensure_ascii=False, indent=1))
+        (tmp / "azllm_vocab.json").write_text(
+            json.dumps({"base": str(src), "n_new_requested": int(n_new), **info}, ensure_ascii=False, indent=1)
+        )
         replace_dir(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -85,11 +87,14 @@ def _base_file(p: Path) -> Path:
     for cand in ((p / "tokenizer.json"), (p / "tokenizer.model")) if p.is_dir() else (p,):
         if cand.is_file():
             return cand
-    raise VocabError(f"{p}: no tokenizer.json or tokenizer.model to extend (GPT-2's vocab.json + merges.txt: save "
-                     "it as tokenizer.json first, e.g. with AutoTokenizer(...).save_pretrained)")
+    raise VocabError(
+        f"{p}: no tokenizer.json or tokenizer.model to extend (GPT-2's vocab.json + merges.txt: save "
+        "it as tokenizer.json first, e.g. with AutoTokenizer(...).save_pretrained)"
+    )
 
 
 # --------------------------------------------------------------------------------------------- tokenizer.json
+
 
 def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
     """Append learned merges and tokens to a ``tokenizer.json`` BPE model (see the module docstring)."""
@@ -99,7 +104,7 @@ def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
         raise VocabError(f"{src}: a {model.get('type')} model; only BPE tokenizer.json files are extended")
     vocab = model["vocab"]
     for t in data.get("added_tokens", []):  # ids must stay contiguous: `tokenizers` numbers added tokens after
-        if t["content"] not in vocab:      # the model's vocabulary, so a gap would shift every special id
+        if t["content"] not in vocab:  # the model's vocabulary, so a gap would shift every special id
             vocab[t["content"]] = t["id"]
     next_id = 1 + max(vocab.values())
     n_base = next_id
@@ -108,8 +113,11 @@ def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
     merges = model["merges"]
     as_list = bool(merges) and isinstance(merges[0], list)
     added: list[str] = []
-    for a, b in _enough(lambda size: _learned_merges(data, docs, size), n_new,
-                        lambda ms: sum(1 for a, b in ms if a + b not in vocab and not _has_digit(a + b))):
+    for a, b in _enough(
+        lambda size: _learned_merges(data, docs, size),
+        n_new,
+        lambda ms: sum(1 for a, b in ms if a + b not in vocab and not _has_digit(a + b)),
+    ):
         t = a + b
         if t in vocab or a not in vocab or b not in vocab or _has_digit(t):
             continue
@@ -120,8 +128,13 @@ def _extend_hf_bpe(src: Path, docs: list[str], n_new: int, out: Path) -> dict:
         if len(added) >= n_new:
             break
     (out / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return {"kind": "tokenizer.json BPE", "n_base": n_base, "n_new": len(added), "vocab_size": next_id,
-            "new_tokens": added}
+    return {
+        "kind": "tokenizer.json BPE",
+        "n_base": n_base,
+        "n_new": len(added),
+        "vocab_size": next_id,
+        "new_tokens": added,
+    }
 
 
 def _enough(learn, n_new: int, count_new) -> list:
@@ -148,25 +161,34 @@ def _learned_merges(base_data: dict, docs: list[str], size: int) -> list[tuple[s
     if base_data.get("normalizer"):
         tok.normalizer = Tokenizer.from_str(json.dumps({**_EMPTY, "normalizer": base_data["normalizer"]})).normalizer
     if base_data.get("pre_tokenizer"):
-        tok.pre_tokenizer = Tokenizer.from_str(json.dumps({**_EMPTY, "pre_tokenizer": base_data["pre_tokenizer"]})
-                                               ).pre_tokenizer
+        tok.pre_tokenizer = Tokenizer.from_str(
+            json.dumps({**_EMPTY, "pre_tokenizer": base_data["pre_tokenizer"]})
+        ).pre_tokenizer
     elif not byte_level:  # SentencePiece-style (spaces already "▁"): learn within words, as the base pieces are
         tok.pre_tokenizer = pre_tokenizers.Split("▁", behavior="merged_with_next")
     alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_level else []
     kw = {} if byte_level else {"limit_alphabet": 1000}
-    trainer = BpeTrainer(vocab_size=len(alphabet) + size, initial_alphabet=alphabet,
-                         show_progress=False, **kw)
+    trainer = BpeTrainer(vocab_size=len(alphabet) + size, initial_alphabet=alphabet, show_progress=False, **kw)
     tok.train_from_iterator(docs, trainer=trainer)
     merges = json.loads(tok.to_str())["model"]["merges"]
     return [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in merges]
 
 
-_EMPTY = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-          "pre_tokenizer": None, "post_processor": None, "decoder": None,
-          "model": {"type": "BPE", "vocab": {}, "merges": []}}
+_EMPTY = {
+    "version": "1.0",
+    "truncation": None,
+    "padding": None,
+    "added_tokens": [],
+    "normalizer": None,
+    "pre_tokenizer": None,
+    "post_processor": None,
+    "decoder": None,
+    "model": {"type": "BPE", "vocab": {}, "merges": []},
+}
 
 
 # ------------------------------------------------------------------------------------------ SentencePiece
+
 
 def _extend_sentencepiece(src: Path, docs: list[str], n_new: int, out: Path, seed: int) -> dict:
     """Append the pieces of a SentencePiece BPE trained on ``docs`` to a base ``.model`` of type BPE."""
@@ -178,8 +200,11 @@ def _extend_sentencepiece(src: Path, docs: list[str], n_new: int, out: Path, see
     if base.trainer_spec.model_type != pb.TrainerSpec.BPE:
         raise VocabError(f"{src}: a SentencePiece model of type {base.trainer_spec.model_type}; only BPE is extended")
     have = {p.piece for p in base.pieces}
-    learned = _enough(lambda size: _learned_pieces(base, docs, size, out, seed), n_new,
-                      lambda ps: sum(1 for p in ps if p not in have and not _has_digit(p)))
+    learned = _enough(
+        lambda size: _learned_pieces(base, docs, size, out, seed),
+        n_new,
+        lambda ps: sum(1 for p in ps if p not in have and not _has_digit(p)),
+    )
     low = min(p.score for p in base.pieces)
     n_base = len(base.pieces)
     added = [p for p in learned if p not in have and not _has_digit(p)][:n_new]
@@ -187,11 +212,25 @@ def _extend_sentencepiece(src: Path, docs: list[str], n_new: int, out: Path, see
         base.pieces.add(piece=piece, score=low - 1.0 - k, type=pb.ModelProto.SentencePiece.NORMAL)
     (out / "tokenizer.model").write_bytes(base.SerializeToString())
     if not (src.parent / "tokenizer_config.json").is_file():
-        (out / "tokenizer_config.json").write_text(json.dumps(
-            {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-             "legacy": True, "model_max_length": 1_000_000_000}))
-    return {"kind": "SentencePiece BPE", "n_base": n_base, "n_new": len(added), "vocab_size": n_base + len(added),
-            "new_tokens": added}
+        (out / "tokenizer_config.json").write_text(
+            json.dumps(
+                {
+                    "tokenizer_class": "LlamaTokenizer",
+                    "bos_token": "<s>",
+                    "eos_token": "</s>",
+                    "unk_token": "<unk>",
+                    "legacy": True,
+                    "model_max_length": 1_000_000_000,
+                }
+            )
+        )
+    return {
+        "kind": "SentencePiece BPE",
+        "n_base": n_base,
+        "n_new": len(added),
+        "vocab_size": n_base + len(added),
+        "new_tokens": added,
+    }
 
 
 def _learned_pieces(base, docs: list[str], size: int, work: Path, seed: int) -> list[str]:
@@ -203,14 +242,27 @@ def _learned_pieces(base, docs: list[str], size: int, work: Path, seed: int) -> 
     corpus.write_text("\n".join(d.replace("\n", " ") for d in docs) + "\n", encoding="utf-8")
     spm.set_random_generator_seed(seed)
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(work / "az"), model_type="bpe", vocab_size=size,
-        character_coverage=0.9999, byte_fallback=True, split_digits=base.trainer_spec.split_digits,
-        normalization_rule_name="identity", add_dummy_prefix=ns.add_dummy_prefix,
-        remove_extra_whitespaces=ns.remove_extra_whitespaces, max_sentence_length=1 << 16, minloglevel=2,
-        hard_vocab_limit=False, num_threads=2)
+        input=str(corpus),
+        model_prefix=str(work / "az"),
+        model_type="bpe",
+        vocab_size=size,
+        character_coverage=0.9999,
+        byte_fallback=True,
+        split_digits=base.trainer_spec.split_digits,
+        normalization_rule_name="identity",
+        add_dummy_prefix=ns.add_dummy_prefix,
+        remove_extra_whitespaces=ns.remove_extra_whitespaces,
+        max_sentence_length=1 << 16,
+        minloglevel=2,
+        hard_vocab_limit=False,
+        num_threads=2,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(work / "az.model"))
-    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-              if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i) or sp.is_unused(i))]
+    pieces = [
+        sp.id_to_piece(i)
+        for i in range(sp.get_piece_size())
+        if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i) or sp.is_unused(i))
+    ]
     for f in ("az.model", "az.vocab", "corpus.txt"):
         (work / f).unlink(missing_ok=True)
     return pieces
@@ -223,6 +275,7 @@ def _has_digit(piece: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- measures
+
 
 def changed_token_share(base_tok, extended_tok, lines: list[str]) -> float:
     """Share of the base tokenizer's tokens on ``lines`` that the extended tokenizer does not produce unchanged

@@ -32,14 +32,14 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from azllm import plots, recipes, report, tables
-from azllm.recipes import corpus, tokenizers
-from azllm.recipes.paths import Paths
 from azllm.corpus import contents
 from azllm.data import iter_documents
+from azllm.recipes import corpus, sources, tokenizers
+from azllm.recipes.paths import Paths
 
 cfg = recipes.setup(params_file)
 paths = Paths(cfg)
-raw = corpus.resolve(cfg, cfg.data.train)
+raw = sources.resolve(cfg, cfg.data.train)
 report.record_inputs(out_dir, "train", raw)
 print("data root:", paths.data_root or "none (hub sources)", "| input:", raw.describe())
 
@@ -54,9 +54,11 @@ folder = paths.corpus(manifest["key"])
 perf = manifest["performance"]
 report.record(out_dir, "corpus", {k: manifest[k] for k in ("key", "inputs", "settings", "counts", "performance")})
 report.record_artifact(out_dir, "corpus", folder)
-print(f"corpus {manifest['key']}: {perf['input_mb']:.1f} MB in {perf['seconds']:.0f} s on {perf['workers']} "
-      f"workers = {perf['mb_per_s_per_core']:.2f} MB/s per core; 15 GB on 16 cores: "
-      f"{perf['hours_for_15gb_on_16_cores']:.1f} h; peak memory {perf['peak_rss_mib_child']:.0f} MiB per worker")
+print(
+    f"corpus {manifest['key']}: {perf['input_mb']:.1f} MB in {perf['seconds']:.0f} s on {perf['workers']} "
+    f"workers = {perf['mb_per_s_per_core']:.2f} MB/s per core; 15 GB on 16 cores: "
+    f"{perf['hours_for_15gb_on_16_cores']:.1f} h; peak memory {perf['peak_rss_mib_child']:.0f} MiB per worker"
+)
 
 # %% [markdown]
 # ## What each step removed
@@ -126,8 +128,10 @@ display(mix_tab)
 
 # %%
 count_tok = next(iter(tokenizers.baselines(cfg, [cfg.corpus.count_with]).values())) if cfg.corpus.count_with else None
-sizes = {"input": contents.size_counts(iter_documents(raw), count_tok),
-         "cleaned": contents.size_counts((r["text"] for r in contents.read_jsonl(folder / "clean")), count_tok),
-         "mix": contents.size_counts((r["text"] for r in contents.read_jsonl(mix_path)), count_tok)}
+sizes = {
+    "input": contents.size_counts(iter_documents(raw), count_tok),
+    "cleaned": contents.size_counts((r["text"] for r in contents.read_jsonl(folder / "clean")), count_tok),
+    "mix": contents.size_counts((r["text"] for r in contents.read_jsonl(mix_path)), count_tok),
+}
 report.record(out_dir, "corpus", {"sizes": sizes})
 display(pd.DataFrame(sizes).T)

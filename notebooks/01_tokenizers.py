@@ -52,8 +52,12 @@ docs = list(data.iter_documents(train_src))
 evals, parallel, resolved = corpus.eval_sets(cfg)
 for name, r in resolved.items():
     report.record_inputs(out_dir, name, r)
-corpus_size = {"documents": len(docs), "words": sum(len(d.split()) for d in docs),
-               "characters": sum(len(d) for d in docs), "bytes": sum(len(d.encode()) for d in docs)}
+corpus_size = {
+    "documents": len(docs),
+    "words": sum(len(d.split()) for d in docs),
+    "characters": sum(len(d) for d in docs),
+    "bytes": sum(len(d.encode()) for d in docs),
+}
 sets = {k: {"lines": len(v), "words": sum(len(x.split()) for x in v)} for k, v in evals.items()}
 report.record(out_dir, "tokenizers", {"corpus": corpus_size, "eval_sets": sets})
 display(pd.DataFrame([corpus_size], index=["training corpus"]), pd.DataFrame(sets).T)
@@ -103,16 +107,24 @@ fig = plots.fertility_vs_vocab(rows, first_eval, trained=set(trained))
 vs = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
 best = metrics.best_variant(rows, first_eval, vocab_size=vs, among=set(trained))
 summary = tables.best_summary(rows, best, evals, vocab_size=vs)
-fig = plots.best_vs_baselines(rows, first_eval, [best["tokenizer"], *baselines], highlight=best["tokenizer"],
-                              target=cfg.tokenizer.sweep.fertility_target)
+fig = plots.best_vs_baselines(
+    rows,
+    first_eval,
+    [best["tokenizer"], *baselines],
+    highlight=best["tokenizer"],
+    target=cfg.tokenizer.sweep.fertility_target,
+)
 target = cfg.tokenizer.sweep.fertility_target
-print(f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval} = {best['fertility']:.3f}"
-      f" (target <= {target:.2f}: {'reached' if best['fertility'] <= target else 'not reached'})")
+print(
+    f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval} = {best['fertility']:.3f}"
+    f" (target <= {target:.2f}: {'reached' if best['fertility'] <= target else 'not reached'})"
+)
 
 # %% [markdown]
 # ## What each change bought
 # The same BPE tokenizer at the selected vocabulary size, trained on the corpus as found, then with each step of
-# the corpus stage (00_corpus) and each tokenizer option added in turn (`azllm.recipes.tokenizers.recipe_corpora` says what each step is).
+# the corpus stage (00_corpus) and each tokenizer option added in turn (`azllm.recipes.tokenizers.recipe_corpora`
+# says what each step is).
 # Superwords (pieces across spaces) are shown apart: their tokens are no longer parts of one word.
 
 # %%
@@ -126,8 +138,11 @@ display(pd.DataFrame(recipe).set_index("step").style.format(na_rep="—", precis
 # folder loaded with `transformers.AutoTokenizer` (offline) gives exactly the SentencePiece ids.
 
 # %%
-checks = metrics.export_checks(trained[best["tokenizer"]], trained_paths[best["tokenizer"]],
-                               {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}})
+checks = metrics.export_checks(
+    trained[best["tokenizer"]],
+    trained_paths[best["tokenizer"]],
+    {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}},
+)
 report.record(out_dir, "tokenizers", {**summary, "checks": checks})
 display(pd.DataFrame(checks).T)
 

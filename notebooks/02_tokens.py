@@ -29,26 +29,33 @@ import pandas as pd
 from IPython.display import display
 
 from azllm import plots, recipes, report, tables, tokens
-from azllm.recipes import corpus, tokenizers
+from azllm.recipes import sources, tokenizers
 from azllm.recipes import tokens as token_recipe
 
 cfg = recipes.setup(params_file)
-resolved = corpus.resolve(cfg, cfg.data.train)
+resolved = sources.resolve(cfg, cfg.data.train)
 report.record_inputs(out_dir, "tokens_train", resolved)
 print(resolved.describe())
 
 # %% [markdown]
 # ## The tokenizer
 #
-# The run's main tokenizer (`azllm.recipes.tokenizers.main_tokenizer`: the same folder the tokenizer report trains, so it is
+# The run's main tokenizer (`azllm.recipes.tokenizers.main_tokenizer`: the same folder the tokenizer report trains,
+# so it is
 # trained once per run). Its fingerprint goes into every token file, so that a file can never be read with another
 # tokenizer.
 
 # %%
 tok = tokenizers.main_tokenizer(cfg)
 report.record_artifact(out_dir, "main_tokenizer", tok.path)
-tok_info = {"name": tok.name, "kind": tok.kind, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id,
-            "fingerprint": tok.fingerprint[:16], "dtype": tokens.token_dtype(tok.vocab_size).name}
+tok_info = {
+    "name": tok.name,
+    "kind": tok.kind,
+    "vocab_size": tok.vocab_size,
+    "eos_id": tok.eos_id,
+    "fingerprint": tok.fingerprint[:16],
+    "dtype": tokens.token_dtype(tok.vocab_size).name,
+}
 report.record(out_dir, "tokens_tokenizer", tok_info)
 pd.DataFrame([tok_info])
 
@@ -63,8 +70,15 @@ pd.DataFrame([tok_info])
 stats = tokens.corpus_stats(resolved, tok)
 report.record(out_dir, "tokens_corpus", {r["source"]: r for r in stats})
 pd.DataFrame(stats).set_index("source").style.format(
-    {"tokens_per_word": "{:.3f}", "chars_per_token": "{:.2f}", "documents": "{:,}", "words": "{:,}",
-     "characters": "{:,}", "tokens": "{:,}"})
+    {
+        "tokens_per_word": "{:.3f}",
+        "chars_per_token": "{:.2f}",
+        "documents": "{:,}",
+        "words": "{:,}",
+        "characters": "{:,}",
+        "tokens": "{:,}",
+    }
+)
 
 # %% [markdown]
 # ## Encoding into token files
@@ -107,11 +121,27 @@ print(repr(tok.decode(x[0].tolist())))
 
 # %%
 bench = token_recipe.encoder_benchmark(cfg, tok, out_json=f"{out_dir}/tokens_benchmark.json")
-report.record(out_dir, "tokens_benchmark", {**bench["variants"], **{k: bench[k] for k in (
-    "ratios", "get_batch", "targets", "scale", "rounds", "corpus", "load_avg_1min")}})
+report.record(
+    out_dir,
+    "tokens_benchmark",
+    {
+        **bench["variants"],
+        **{k: bench[k] for k in ("ratios", "get_batch", "targets", "scale", "rounds", "corpus", "load_avg_1min")},
+    },
+)
 pd.DataFrame(tables.encoder_benchmark_table(bench)).style.format(
-    {"Mtokens/s": "{:.2f}", "vs limit": "{:.2f}", "vs (a)": "{:.2f}", "seconds": "{:.2f}",
-     "peak RSS MB": "{:.0f}", "RSS growth MB": "{:.1f}", "tokens": "{:,}", "Mtokens/CPU-s": "{:.2f}"}, na_rep="-")
+    {
+        "Mtokens/s": "{:.2f}",
+        "vs limit": "{:.2f}",
+        "vs (a)": "{:.2f}",
+        "seconds": "{:.2f}",
+        "peak RSS MB": "{:.0f}",
+        "RSS growth MB": "{:.1f}",
+        "tokens": "{:,}",
+        "Mtokens/CPU-s": "{:.2f}",
+    },
+    na_rep="-",
+)
 
 # %%
 fig = plots.encoder_throughput(bench)

@@ -34,10 +34,10 @@ from IPython.display import display
 
 from azllm import plots, recipes, report, tables
 from azllm import train as azt
+from azllm.model import liger_available
 from azllm.recipes.benchmark import compare_methods
 from azllm.recipes.tokens import prepare_data
 from azllm.recipes.train import train_model
-from azllm.model import liger_available
 
 cfg = recipes.setup(params_file)
 
@@ -95,8 +95,7 @@ pd.DataFrame(main["final"]).T.round(4)
 
 # %%
 T = cfg.train
-runs = compare_methods(cfg, T.compare, base=main["final_dir"], max_steps=T.compare_steps,
-                       lr=T.compare_lr)
+runs = compare_methods(cfg, T.compare, base=main["final_dir"], max_steps=T.compare_steps, lr=T.compare_lr)
 rows = tables.compare_rows(runs)
 report.record(out_dir, "train", {"compare": rows, "compare_steps": T.compare_steps})
 if rows:
@@ -113,8 +112,15 @@ else:
 
 # %%
 G = T.generate
-gens = azt.generate(azt.load_trained(main["final_dir"]), tok, G.prompts, max_new_tokens=G.max_new_tokens,
-                    temperature=G.temperature, top_k=G.top_k, seed=cfg.seed)
+gens = azt.generate(
+    azt.load_trained(main["final_dir"]),
+    tok,
+    G.prompts,
+    max_new_tokens=G.max_new_tokens,
+    temperature=G.temperature,
+    top_k=G.top_k,
+    seed=cfg.seed,
+)
 report.record(out_dir, "train", {"generations": gens})
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(gens))

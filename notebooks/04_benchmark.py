@@ -45,9 +45,11 @@ B = cfg.benchmark
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_columns", 40)
 pd.set_option("display.width", 200)
-print(f"preset {B.preset} {B.model or ''}, batch {B.batch_size} x seq {B.seq_len}, dtype {B.dtype}, "
-      f"device {B.device}, {B.untimed_steps} untimed steps + {B.windows} windows x {B.steps} steps, "
-      f"{B.rounds} round(s)")
+print(
+    f"preset {B.preset} {B.model or ''}, batch {B.batch_size} x seq {B.seq_len}, dtype {B.dtype}, "
+    f"device {B.device}, {B.untimed_steps} untimed steps + {B.windows} windows x {B.steps} steps, "
+    f"{B.rounds} round(s)"
+)
 
 # %% [markdown]
 # ## Running the variants (one subprocess each)
@@ -70,14 +72,34 @@ print("model:", res["config"])
 
 # %%
 summary = tables.summary_table(res)
-cols = ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×", "step ms", "step ms min",
-        "step ms max", "peak MB", "peak MB min", "peak MB max", "memory ×", "loss first", "loss last", "trainable", "load"]
+cols = [
+    "variant",
+    "status",
+    "tokens/s",
+    "tokens/s min",
+    "tokens/s max",
+    "speed ×",
+    "step ms",
+    "step ms min",
+    "step ms max",
+    "peak MB",
+    "peak MB min",
+    "peak MB max",
+    "memory ×",
+    "loss first",
+    "loss last",
+    "trainable",
+    "load",
+]
 cols += [c for c in ("reserved MB",) if c in summary]
 display(summary[[c for c in cols if c in summary]].style.format(na_rep="—", precision=3))
 notes = summary[summary.status != "ok"][["variant", "status", "note"]]
 if len(notes):
-    display(Markdown("**Not run here:**\n\n" + "\n".join(f"- `{r.variant}`: {r.status} — {r.note}"
-                                                      for r in notes.itertuples())))
+    display(
+        Markdown(
+            "**Not run here:**\n\n" + "\n".join(f"- `{r.variant}`: {r.status} — {r.note}" for r in notes.itertuples())
+        )
+    )
 
 # %%
 fig = plots.variant_bars(summary)
@@ -114,8 +136,10 @@ fig = plots.predicted_vs_measured(pred)
 probe = res.get("oom_probe")
 if probe:
     display(pd.DataFrame(probe["rows"]))
-    print(f"{probe['variant']} under a {probe['cap_mb']} MiB cap: measured largest batch {probe['measured_max_batch']}, "
-          f"planner {probe['planner_max_batch']}; first OOM: {probe['first_oom']}")
+    print(
+        f"{probe['variant']} under a {probe['cap_mb']} MiB cap: measured largest batch {probe['measured_max_batch']}, "
+        f"planner {probe['planner_max_batch']}; first OOM: {probe['first_oom']}"
+    )
 else:
     print("no OOM probe in these params (benchmark.oom_probe.variant)")
 
@@ -129,8 +153,9 @@ else:
 # %%
 models, variants = benchmark.fit_models(cfg)
 F = B.fit
-fit = tables.fit_table(models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb,
-                       device="cuda")
+fit = tables.fit_table(
+    models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb, device="cuda"
+)
 display(fit.style.format(na_rep="—", precision=3))
 
 # %% [markdown]
@@ -169,5 +194,8 @@ display(job.style.format(na_rep="—", precision=3))
 plan_cfg = recipes.load(B.plan) if B.plan else None
 plan = launch.estimate(plan_cfg) if plan_cfg else {}
 report.record(out_dir, "benchmark", {"plan": {"params": B.plan, **plan}})
-print(launch.cost_lines(plan, spot=plan_cfg.launch.spot, max_run_hours=plan_cfg.launch.max_run_hours)
-      if plan_cfg else "benchmark.plan: none")
+print(
+    launch.cost_lines(plan, spot=plan_cfg.launch.spot, max_run_hours=plan_cfg.launch.max_run_hours)
+    if plan_cfg
+    else "benchmark.plan: none"
+)

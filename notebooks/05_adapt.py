@@ -33,11 +33,10 @@ out_dir = "reports/tiny"
 
 # %%
 import pandas as pd
-from IPython.display import display
 
 from azllm import plots, recipes, report, tables
-from azllm.recipes import adapt, corpus
 from azllm.data import iter_documents
+from azllm.recipes import adapt, corpus, sources
 
 cfg = recipes.setup(params_file)
 A = cfg.adapt
@@ -46,11 +45,14 @@ A = cfg.adapt
 # ## The base
 
 # %%
-base, base_tok, pre = adapt.base_model(cfg)
+study = adapt.run_study(cfg, train=False)
+base, base_tok, pre, docs, toks = study.base, study.base_tok, study.pre, study.docs, study.toks
 if pre is not None:
     report.record(out_dir, "adapt", {"base": {k: pre["final"]["en"][k] for k in ("loss", "bpb")}})
-    print(f"study base: {pre['parameters']['total'] / 1e6:.2f}M parameters, {pre['steps']} steps on English, "
-          f"English bpb {pre['final']['en']['bpb']:.3f}; tokenizer {base_tok.name} ({base_tok.vocab_size} ids)")
+    print(
+        f"study base: {pre['parameters']['total'] / 1e6:.2f}M parameters, {pre['steps']} steps on English, "
+        f"English bpb {pre['final']['en']['bpb']:.3f}; tokenizer {base_tok.name} ({base_tok.vocab_size} ids)"
+    )
 else:
     print(f"base {base}, tokenizer {base_tok.vocab_size} ids")
 
@@ -61,10 +63,8 @@ else:
 # against the base's (keep: 0 by definition; extend: the goal is under 1%).
 
 # %%
-docs = adapt.az_documents(cfg)
-english = list(iter_documents(corpus.resolve(cfg, A.english_eval)))
+english = list(iter_documents(sources.resolve(cfg, A.english_eval)))
 evals, _, _ = corpus.eval_sets(cfg)
-toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
 tok_rows = adapt.tokenizer_rows(toks, base_tok, evals, english)
 report.record(out_dir, "adapt", {"tokenizers": tok_rows})
 pd.DataFrame(tok_rows).set_index("way").style.format(na_rep="—", precision=4)
@@ -87,7 +87,7 @@ pd.DataFrame(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else 
 # Evaluated before the first step (step 0: the base, with its new rows initialised) and every `adapt.eval_steps`.
 
 # %%
-results = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way in A.ways for method in A.methods]
+results = adapt.run_study(cfg).runs
 fert = {r["way"]: r[f"tokens/word {adapt.az_set(cfg)}"] for r in tok_rows}
 rows = tables.adapt_rows(results, fert)
 report.record(out_dir, "adapt", {"runs": rows, "steps": A.steps})

@@ -58,15 +58,14 @@ A, E = cfg.adapt, cfg.evaluate
 # the folder a user would ship.
 
 # %%
-base, base_tok, _ = adapt.base_model(cfg)
-docs = adapt.az_documents(cfg)
-toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in A.ways}
-runs = [adapt.adapt_run(cfg, way, method, base, base_tok, toks[way]) for way in A.ways for method in A.methods]
+study = adapt.run_study(cfg)
+base, base_tok, toks, runs = study.base, study.base_tok, study.toks, study.runs
 before, after = evaluate.study(cfg, base, base_tok, runs, toks)
 report.record(out_dir, "evaluate", {"base": before, "after": {f"{w}-{m}": r for (w, m), r in after.items()}})
 for r in runs:  # each way's merged export (what was scored), for `azllm eval` and plain transformers
-    report.record_artifact(out_dir, f"adapt_export/{r['way']}-{r['method']}",
-                           adapt.export_run(cfg, r, base, base_tok, toks[r["way"]]))
+    report.record_artifact(
+        out_dir, f"adapt_export/{r['way']}-{r['method']}", adapt.export_run(cfg, r, base, base_tok, toks[r["way"]])
+    )
 print(f"{len(after)} runs and the base scored; lm-eval {before['lm_eval']}")
 
 # %% [markdown]
@@ -143,4 +142,4 @@ display(pd.DataFrame(conv).set_index("model"))
 contam = evaluate.contamination(cfg)
 report.record(out_dir, "evaluate", {"contamination": contam, "fewshot_overlap": before["fewshot_overlap"]})
 display(pd.DataFrame(contam).set_index("set"))
-pd.DataFrame(before["fewshot_overlap"]).T
+display(pd.DataFrame(before["fewshot_overlap"]).T)

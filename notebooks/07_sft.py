@@ -54,11 +54,15 @@ report.record(out_dir, "sft", {"base": note, "template": {k: v for k, v in templ
 print(f"base: {base} ({note['how']}{', ' + note['way'] + ' / ' + note['method'] if 'way' in note else ''})")
 if "runs" in note:
     print("Azerbaijani bits per byte of notebook 05's runs:", {k: round(v, 4) for k, v in note["runs"].items()})
-print(f"template: {template['template']}; end of turn {template['end_of_turn']!r}; new tokens: "
-      f"{len(template['added_tokens'])}")
-print(tok.apply_chat_template([{"role": "user", "content": "Salam!"}, {"role": "assistant", "content": "Salam, "
-                                                                                                       "buyurun."}],
-                              tokenize=False))
+print(
+    f"template: {template['template']}; end of turn {template['end_of_turn']!r}; new tokens: "
+    f"{len(template['added_tokens'])}"
+)
+print(
+    tok.apply_chat_template(
+        [{"role": "user", "content": "Salam!"}, {"role": "assistant", "content": "Salam, buyurun."}], tokenize=False
+    )
+)
 
 # %% [markdown]
 # ## Data
@@ -75,8 +79,10 @@ report.record(out_dir, "sft", {"data": rows, "counts": data["counts"], "notes": 
 for n in data["notes"]:
     print(n)
 c = data["counts"]
-print(f"held out: {c['held_out']} conversations: {c['held_out_drawn']} of {S.holdout_source} "
-      f"({c['held_out_origin']} text), {c['eval_sources']} of sft.eval_sources")
+print(
+    f"held out: {c['held_out']} conversations: {c['held_out_drawn']} of {S.holdout_source} "
+    f"({c['held_out_origin']} text), {c['eval_sources']} of sft.eval_sources"
+)
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(rows).set_index("step"))
 
@@ -91,8 +97,11 @@ with pd.option_context("display.max_colwidth", None):
 main = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
 ans = sft.answers(cfg, main, base=base, tokenizer=tok, template=template, data=data)
 main_row = tables.sft_rows([{**main, "chrf++": ans["chrf++"]}])[0]
-report.record(out_dir, "sft", {"main": main_row, "mask": main["mask"], "chrf++": ans["chrf++"],
-                               "stopped_share": ans["stopped_share"]})
+report.record(
+    out_dir,
+    "sft",
+    {"main": main_row, "mask": main["mask"], "chrf++": ans["chrf++"], "stopped_share": ans["stopped_share"]},
+)
 pd.DataFrame([main_row]).T.rename(columns={0: "main run"})
 
 # %% [markdown]
@@ -124,9 +133,11 @@ ans_before = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, 
 chrf = sft.chrf_change(cfg, ans_before, ans)
 samples = tables.sft_samples(ans, S.samples_shown, before=ans_before)
 report.record(out_dir, "sft", {"samples": samples, "chrf_before_after": chrf})
-print(f"chrF++ on {chrf['n']} held-out answers: {chrf['before']:.1f} before -> {chrf['after']:.1f} after SFT "
-      f"({chrf['delta']:+.1f} ± {chrf['delta_se']:.1f}: {chrf['verdict']}); answers that stopped at the end of "
-      f"turn: {ans_before['stopped_share']:.0%} -> {ans['stopped_share']:.0%}")
+print(
+    f"chrF++ on {chrf['n']} held-out answers: {chrf['before']:.1f} before -> {chrf['after']:.1f} after SFT "
+    f"({chrf['delta']:+.1f} ± {chrf['delta_se']:.1f}: {chrf['verdict']}); answers that stopped at the end of "
+    f"turn: {ans_before['stopped_share']:.0%} -> {ans['stopped_share']:.0%}"
+)
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame(samples))
 

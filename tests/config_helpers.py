@@ -7,8 +7,11 @@ from azllm.config.data import _Section
 
 
 def sections(module) -> list[type]:
-    return [c for _, c in inspect.getmembers(module, inspect.isclass)
-            if issubclass(c, _Section) and c is not _Section and c.__module__ == module.__name__]
+    return [
+        c
+        for _, c in inspect.getmembers(module, inspect.isclass)
+        if issubclass(c, _Section) and c is not _Section and c.__module__ == module.__name__
+    ]
 
 
 def check_sections(module) -> None:
@@ -19,3 +22,19 @@ def check_sections(module) -> None:
         for name, f in cls.model_fields.items():
             assert (f.description or "").strip(), f"{cls.__name__}.{name} has no docstring"
         cls()  # the defaults are valid
+
+
+def default_spec(kind: str, section: dict | None = None, **overrides):
+    """A library spec (``model``, ``train`` or ``sft``) built the way the recipes build it, from the config's defaults
+    with ``section`` laid over the params section, then ``overrides`` on the spec (the specs have no defaults of
+    their own)."""
+    from azllm.config import load_params
+    from azllm.recipes.sft import sft_spec
+    from azllm.recipes.train import model_spec, train_spec
+
+    where = {"model": "model", "train": "train", "sft": "sft"}[kind]
+    cfg = load_params(None, overrides={where: section or {}})
+    spec = {"model": model_spec, "train": train_spec, "sft": sft_spec}[kind](cfg)
+    import dataclasses
+
+    return dataclasses.replace(spec, **overrides)

@@ -19,12 +19,27 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
 # the one tiny model shape of the tests (LlamaConfig fields laid over the "tiny" preset)
-TINY_MODEL = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-              "num_key_value_heads": 2}
+TINY_MODEL = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 
 # scripts that tests start in subprocesses (not test modules; --doctest-modules must not import them)
-collect_ignore = ["liger_parity.py", "train_entry.py", "train_helpers.py", "fresh_targets.py", "config_helpers.py", "corpus_helpers.py", "tokens_helpers.py",
-                  "eval_helpers.py", "sft_helpers.py", "sft_entry.py"]
+collect_ignore = [
+    "liger_parity.py",
+    "train_entry.py",
+    "train_helpers.py",
+    "fresh_targets.py",
+    "config_helpers.py",
+    "corpus_helpers.py",
+    "tokens_helpers.py",
+    "eval_helpers.py",
+    "sft_helpers.py",
+    "sft_entry.py",
+]
 
 
 def shared_root() -> Path | None:
@@ -106,8 +121,9 @@ def adapt_report(tmp_path_factory):
     old = {k: os.environ.get(k) for k in ("AZLLM_ARTIFACTS", "AZLLM_DATA_ROOT")}
     os.environ.update({"AZLLM_ARTIFACTS": str(tmp / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)})
     try:
-        run_dir, ok = run_notebooks(REPO / "params/tiny.yaml", reports_dir=tmp / "reports",
-                                    notebooks=["05_adapt", "06_evaluate"])
+        run_dir, ok = run_notebooks(
+            REPO / "params/tiny.yaml", reports_dir=tmp / "reports", notebooks=["05_adapt", "06_evaluate"]
+        )
     finally:
         for k, v in old.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)

@@ -5,12 +5,12 @@ Real examples are cut from ../shared/data/az/train (legal_codes.txt: amendment n
 headlines that differ in a word or two) and FLORES-200 dev (tests/fixtures)."""
 
 from pathlib import Path
+
 import pytest
 
 from azllm.corpus import clean_corpus
 from azllm.data import resolve_source
 from azllm.text import az_upper
-
 
 AMENDMENTS = [  # legal_codes.txt: the same amendment note with other dates and numbers (one MinHash cluster)
     "20 oktyabr 2017-ci il tarixli 811-VQD nömrəli Azərbaycan Respublikasının Qanunu (“Azərbaycan” qəzeti, 2 dekabr "
@@ -36,14 +36,12 @@ PROSE = [
 ]
 
 
-
 @pytest.fixture(scope="module")
 def flores(data_root) -> list[str]:
     from azllm.text import normalize
 
     path = data_root / "data/az/dev/flores200.dev.azj_Latn.txt"
     return [normalize(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-
 
 
 def _write(folder: Path, name: str, lines: list[str]) -> Path:
@@ -53,12 +51,18 @@ def _write(folder: Path, name: str, lines: list[str]) -> Path:
     return p
 
 
-
 def _clean(src_dir: Path, out: Path, evals: dict, **kw):
     r = resolve_source({"path": str(src_dir / "*")}, None)
-    return clean_corpus([r], out, eval_lines=evals, languages=["az"], quality={}, tasks=kw.pop("tasks", 2),
-                        workers=kw.pop("workers", 2), **kw)
-
+    return clean_corpus(
+        [r],
+        out,
+        eval_lines=evals,
+        languages=["az"],
+        quality={},
+        tasks=kw.pop("tasks", 2),
+        workers=kw.pop("workers", 2),
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +76,6 @@ def cleaned(tmp_path_factory, flores):
     return tmp, manifest
 
 
-
 KILL_SCRIPT = """
 import sys
 from azllm.corpus import clean_corpus
@@ -80,4 +83,3 @@ from azllm.data import resolve_source
 r = resolve_source({"path": sys.argv[1] + "/*"}, None)
 clean_corpus([r], sys.argv[2], eval_lines={"x": ["a b c"]}, languages=["az"], quality={}, tasks=2, workers=1)
 """
-

@@ -19,9 +19,15 @@ def task(name: str, **kw) -> list[dict]:
     from azllm.evaluation.tasks import local_task
 
     t = load_params(REPO / "params/tiny.yaml").evaluate.local[name]
-    at = lambda p: (str(EVAL / p) if p else p)  # noqa: E731
-    args = {"path": at(t.path), "fewshot_path": at(t.fewshot_path), "num_fewshot": t.num_fewshot,
-            "subset": t.subset, "first": t.first, "max_gen_toks": t.max_gen_toks}
+    at = lambda p: str(EVAL / p) if p else p  # noqa: E731
+    args = {
+        "path": at(t.path),
+        "fewshot_path": at(t.fewshot_path),
+        "num_fewshot": t.num_fewshot,
+        "subset": t.subset,
+        "first": t.first,
+        "max_gen_toks": t.max_gen_toks,
+    }
     return local_task(name, **{**args, **kw})
 
 
@@ -52,9 +58,15 @@ def tiny_folder(eval_tokenizer_dir, hf_tok, tmp_path_factory) -> Path:
     from azllm.export import copy_tokenizer_files
 
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(hf_tok), eos_token_id=hf_tok.eos_token_id,
-                                         bos_token_id=hf_tok.bos_token_id, pad_token_id=hf_tok.pad_token_id,
-                                         **TINY_MODEL))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(hf_tok),
+            eos_token_id=hf_tok.eos_token_id,
+            bos_token_id=hf_tok.bos_token_id,
+            pad_token_id=hf_tok.pad_token_id,
+            **TINY_MODEL,
+        )
+    )
     out = tmp_path_factory.mktemp("tiny") / "model"
     model.save_pretrained(str(out))
     copy_tokenizer_files(eval_tokenizer_dir, out)
@@ -66,4 +78,3 @@ def tiny_model(tiny_folder):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(tiny_folder)).eval()
-

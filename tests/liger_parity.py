@@ -14,8 +14,9 @@ import sys
 import traceback
 import warnings
 
-assert os.environ.get("TRITON_INTERPRET") == "1", \
+assert os.environ.get("TRITON_INTERPRET") == "1", (
     "set TRITON_INTERPRET=1 before Python starts (triton reads it at import)"
+)
 warnings.simplefilter("ignore")
 
 import torch  # noqa: E402
@@ -34,8 +35,15 @@ def run(model, x, y):
 def main(path: str) -> None:
     from azllm.model import apply_liger, build_model, model_config
 
-    cfg = model_config("tiny", 96, num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
-                       num_key_value_heads=2)
+    cfg = model_config(
+        "tiny",
+        96,
+        num_hidden_layers=2,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     ref_model = build_model(cfg, seed=0)
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 96, (2, 16), generator=g, dtype=torch.int64)
@@ -52,12 +60,19 @@ def main(path: str) -> None:
             with torch.no_grad():
                 eval_logits = m(input_ids=x, labels=x).logits
             results["sets"][key] = {
-                "applied": info["applied"], "available": info["available"], "reason": info["reason"],
-                "loss": out.loss.item(), "loss_diff": abs(out.loss.item() - ref_loss),
+                "applied": info["applied"],
+                "available": info["available"],
+                "reason": info["reason"],
+                "loss": out.loss.item(),
+                "loss_diff": abs(out.loss.item() - ref_loss),
                 "max_grad_diff": max((grads[n] - ref_grads[n]).abs().max().item() for n in ref_grads),
-                "grads_compared": len(ref_grads), "train_logits_none": out.logits is None,
-                "eval_logits_shape": list(eval_logits.shape), "forward_name": m.forward.__func__.__name__,
-                "mlp_name": m.model.layers[0].mlp._get_name(), "error": None}
+                "grads_compared": len(ref_grads),
+                "train_logits_none": out.logits is None,
+                "eval_logits_shape": list(eval_logits.shape),
+                "forward_name": m.forward.__func__.__name__,
+                "mlp_name": m.model.layers[0].mlp._get_name(),
+                "error": None,
+            }
         except Exception as e:  # noqa: BLE001 - the interpreter's limits are recorded, not hidden
             tb = traceback.format_exc()
             line = next((ln.strip() for ln in reversed(tb.splitlines()) if ".to(tl.float32)" in ln), "")

@@ -19,12 +19,12 @@ warnings.simplefilter("ignore")  # (tests/ is this script's folder, so sft_helpe
 
 def run(base: str, output_dir: str, spec: dict, callbacks=()) -> dict:
     """The LoRA run the resume test compares: the fixture conversations, azllm's template, new role rows."""
+    from sft_helpers import fixture_conversations, tiny_spec
     from transformers import AutoTokenizer
 
     from azllm.sft.template import prepare_tokenizer
     from azllm.sft.train import lora_config, prepare_model, run_sft
     from azllm.utils import seed_everything
-    from sft_helpers import fixture_conversations, tiny_spec
 
     convs = fixture_conversations()
     seed_everything(1234)
@@ -32,9 +32,20 @@ def run(base: str, output_dir: str, spec: dict, callbacks=()) -> dict:
     info = prepare_tokenizer(tok)
     model, minfo = prepare_model(base, method="lora", new_token_ids=info["added_tokens"])
     peft = lora_config(model, r=8, alpha=16, dropout=0.0, new_token_ids=info["added_tokens"])
-    return run_sft(model, tok, tiny_spec(**spec), train_convs=convs[6:], eval_convs=convs[:6], output_dir=output_dir,
-                   key="resume-test", peft_config=peft, info=minfo, end_of_turn_id=info["end_of_turn_id"],
-                   callbacks=callbacks, progress=False)
+    return run_sft(
+        model,
+        tok,
+        tiny_spec(**spec),
+        train_convs=convs[6:],
+        eval_convs=convs[:6],
+        output_dir=output_dir,
+        key="resume-test",
+        peft_config=peft,
+        info=minfo,
+        end_of_turn_id=info["end_of_turn_id"],
+        callbacks=callbacks,
+        progress=False,
+    )
 
 
 def main(spec_path: str) -> None:

@@ -28,10 +28,12 @@ def make_base(folder: Path, tokenizer_dir: Path | None = None, *, seed: int = 0)
 
     folder = Path(folder)
     if tokenizer_dir is None:
-        docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000},
-                                                  FIXTURES)))
-        tokenizer_dir = train_tokenizer(docs, folder.parent / f"{folder.name}-sp", vocab_size=512,
-                                        model_type="unigram", seed=seed, num_threads=1)
+        docs = list(
+            iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000}, FIXTURES))
+        )
+        tokenizer_dir = train_tokenizer(
+            docs, folder.parent / f"{folder.name}-sp", vocab_size=512, model_type="unigram", seed=seed, num_threads=1
+        )
     if (Path(tokenizer_dir) / "tokenizer_config.json").is_file():
         tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     else:  # bare GPT-2 files (vocab.json + merges.txt)
@@ -63,8 +65,9 @@ def fixture_conversations() -> list[dict]:
 
     convs = []
     for name in ("native_train", "alpaca_az_mt"):
-        c, _ = read_conversations(resolve_source({"path": str(SFT_DIR / f"{name}.jsonl")}, None), source=name,
-                                  placeholders=["Yox"])
+        c, _ = read_conversations(
+            resolve_source({"path": str(SFT_DIR / f"{name}.jsonl")}, None), source=name, placeholders=["Yox"]
+        )
         convs += c
     return clean_conversations(convs)[0]
 
@@ -75,11 +78,23 @@ def conversations() -> list[dict]:
     return fixture_conversations()
 
 
-TINY_SPEC = dict(max_steps=8, batch_size=2, lr=3e-3, warmup_steps=1, eval_steps=4, logging_steps=1,
-                 untimed_steps=1, max_length=128, eval_batch_size=4, save_total_limit=3, seed=1234)
+TINY_SPEC = dict(
+    max_steps=8,
+    batch_size=2,
+    lr=3e-3,
+    warmup_steps=1,
+    eval_steps=4,
+    logging_steps=1,
+    untimed_steps=1,
+    max_length=128,
+    eval_batch_size=4,
+    save_total_limit=3,
+    seed=1234,
+)
 
 
 def tiny_spec(**kw):
-    from azllm.sft.train import SftSpec
+    """The SFT spec of the config's defaults with :data:`TINY_SPEC` and ``kw`` laid over it."""
+    from config_helpers import default_spec
 
-    return SftSpec(**{**TINY_SPEC, **kw})
+    return default_spec("sft", **{**TINY_SPEC, **kw})

@@ -4,13 +4,13 @@ run's tokenizer, and the documented order of the steps."""
 
 import pytest
 import torch
+from config_helpers import default_spec
 
 from azllm import memory as mem
-from azllm.assemble import METHODS, ModelSpec, assemble_model, vocab_fit
+from azllm.assemble import METHODS, assemble_model, vocab_fit
 from azllm.bench.training import variant_spec
 from azllm.config import load_params
 from azllm.recipes.train import model_spec
-
 from conftest import TINY_MODEL
 
 V = 320
@@ -19,12 +19,20 @@ V = 320
 def _params(variant: mem.Variant):
     """Params whose training run has the settings of ``variant`` (what a user would write)."""
     method = "qlora" if v_quant(variant) else ("lora" if variant.lora else "full")
-    return load_params(None, overrides={
-        "seed": 7, "model": {"preset": "tiny", "config": TINY_MODEL, "dtype": variant.dtype,
-                             "lora": {"r": variant.lora_r, "alpha": 16, "dropout": variant.lora_dropout},
-                             "quant": {"bits": 4, "double_quant": variant.double_quant,
-                                       "compute_dtype": variant.dtype}},
-        "train": {"method": method, "gradient_checkpointing": variant.grad_ckpt}})
+    return load_params(
+        None,
+        overrides={
+            "seed": 7,
+            "model": {
+                "preset": "tiny",
+                "config": TINY_MODEL,
+                "dtype": variant.dtype,
+                "lora": {"r": variant.lora_r, "alpha": 16, "dropout": variant.lora_dropout},
+                "quant": {"bits": 4, "double_quant": variant.double_quant, "compute_dtype": variant.dtype},
+            },
+            "train": {"method": method, "gradient_checkpointing": variant.grad_ckpt},
+        },
+    )
 
 
 def v_quant(variant) -> bool:
@@ -32,9 +40,22 @@ def v_quant(variant) -> bool:
 
 
 def _job(variant: mem.Variant) -> dict:
-    """The benchmark job of the same settings (as azllm.recipes.benchmark.benchmark_job builds it)."""
-    return {"preset": "tiny", "model": dict(TINY_MODEL), "vocab_size": V, "seed": 7, "lr": 1e-3,
-            "lora": {"r": variant.lora_r, "alpha": 16, "dropout": variant.lora_dropout}}
+    """The benchmark job of the same settings, as the recipe builds it from the params."""
+    from azllm.recipes.benchmark import benchmark_job
+
+    cfg = load_params(
+        None,
+        overrides={
+            "seed": 7,
+            "benchmark": {
+                "preset": "tiny",
+                "model": TINY_MODEL,
+                "lora": {"r": variant.lora_r, "alpha": 16, "dropout": variant.lora_dropout},
+                "lr": 1e-3,
+            },
+        },
+    )
+    return benchmark_job(cfg, "/ids.npy", V)
 
 
 def _first_loss(model) -> float:
@@ -52,14 +73,30 @@ def test_benchmark_variant_is_the_training_model(name):
     variant = mem.parse_variant(name, dtype="fp32", lora_r=8, lora_dropout=0.05)
     bench = variant_spec(variant, _job(variant))
     train = model_spec(_params(variant))
-    fields = ("method", "preset", "config", "dtype", "seed", "liger", "quant_bits", "quant_type", "double_quant",
-              "compute_dtype", "lora_r", "lora_alpha", "lora_dropout", "use_rslora", "target_modules",
-              "gradient_checkpointing")
+    fields = (
+        "method",
+        "preset",
+        "config",
+        "dtype",
+        "seed",
+        "liger",
+        "quant_bits",
+        "quant_type",
+        "double_quant",
+        "compute_dtype",
+        "lora_r",
+        "lora_alpha",
+        "lora_dropout",
+        "use_rslora",
+        "target_modules",
+        "gradient_checkpointing",
+    )
     assert {f: getattr(bench, f) for f in fields} == {f: getattr(train, f) for f in fields}
     mb, _ = assemble_model(bench, vocab_size=V)
     mt, _ = assemble_model(train, vocab_size=V)
-    assert [(n, type(m).__name__) for n, m in mb.named_modules()] == [(n, type(m).__name__)
-                                                                       for n, m in mt.named_modules()]
+    assert [(n, type(m).__name__) for n, m in mb.named_modules()] == [
+        (n, type(m).__name__) for n, m in mt.named_modules()
+    ]
     assert _trainable(mb) == _trainable(mt) and _trainable(mb)
     assert _first_loss(mb) == _first_loss(mt)
     if variant.grad_ckpt:
@@ -70,7 +107,9 @@ def test_the_order_is_quantize_then_lora_with_the_seed():
     """QLoRA: 4-bit linear layers under the adapters; two assemblies of one spec are the same model."""
     import bitsandbytes as bnb
 
-    spec = ModelSpec(method="qlora", config=dict(TINY_MODEL), seed=3, lora_r=4, lora_alpha=8, compute_dtype="fp32")
+    spec = default_spec(
+        "model", method="qlora", config=dict(TINY_MODEL), seed=3, lora_r=4, lora_alpha=8, compute_dtype="fp32"
+    )
     a, info = assemble_model(spec, vocab_size=V)
     b, _ = assemble_model(spec, vocab_size=V)
     assert any(isinstance(m, bnb.nn.Linear4bit) for m in a.modules())
@@ -80,9 +119,9 @@ def test_the_order_is_quantize_then_lora_with_the_seed():
 
 def test_a_base_needs_the_tokenizer_and_an_unknown_method_is_refused():
     with pytest.raises(ValueError, match="method must be one of"):
-        assemble_model(ModelSpec(method="dora"), vocab_size=V)
+        assemble_model(default_spec("model", method="dora"), vocab_size=V)
     with pytest.raises(ValueError, match="needs the run's tokenizer"):
-        assemble_model(ModelSpec(base="/nowhere"), vocab_size=V)
+        assemble_model(default_spec("model", base="/nowhere"), vocab_size=V)
     assert METHODS == ("full", "lora", "qlora")
 
 

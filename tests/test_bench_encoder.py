@@ -5,7 +5,6 @@ import pytest
 
 from azllm.bench import encoder
 from azllm.tokenizer import train_tokenizer
-
 from conftest import FIXTURES
 
 
@@ -20,8 +19,13 @@ def job(tmp_path_factory):
     from azllm.data import iter_documents
 
     folder = train_tokenizer(iter_documents(r), tmp / "tok", vocab_size=400, model_type="unigram")
-    return {"tokenizer": str(folder / "sp.model"), "encoder_tokenizer": str(folder), "corpus": str(tmp / "corpus.txt"),
-            "scale": 2, "out": str(tmp / "out")}
+    return {
+        "tokenizer": str(folder / "sp.model"),
+        "encoder_tokenizer": str(folder),
+        "corpus": str(tmp / "corpus.txt"),
+        "scale": 2,
+        "out": str(tmp / "out"),
+    }
 
 
 @pytest.mark.parametrize("variant", ["a", "b", "c", "limit"])
@@ -33,8 +37,12 @@ def test_every_variant_counts_the_same_tokens(job, variant, tmp_path):
 
 
 def test_medians_and_ratios():
-    runs = {f"{v}@{s}": [{m: float(k + (10 if v == "c" else 1)) for m in encoder._MEDIANS} for k in (1, 2, 3)]
-            for v in ("a", "b", "c", "limit", "limit_1thread") for s in (1, 2) if not (v.startswith("limit") and s == 2)}
+    runs = {
+        f"{v}@{s}": [{m: float(k + (10 if v == "c" else 1)) for m in encoder._MEDIANS} for k in (1, 2, 3)]
+        for v in ("a", "b", "c", "limit", "limit_1thread")
+        for s in (1, 2)
+        if not (v.startswith("limit") and s == 2)
+    }
     med = encoder._medians(runs)
     assert med["c@1"]["tokens_per_s"] == 12 and med["a@1"]["runs"] == 3
     r = encoder._ratios(med, 2)

@@ -2,22 +2,39 @@
 same base, template, adapters and conversations, log the same losses and count the same tokens (the ratio it
 reports is then the cost of azllm's additions; the speed itself is measured by `azllm bench sft`, not here)."""
 
+import dataclasses
 import json
 
 import pytest
+from sft_helpers import conversations, tiny_base, tiny_spec  # noqa: F401  (fixtures)
 
 from azllm.bench.sft import StepTimer, measure_sft
-from sft_helpers import conversations, tiny_base  # noqa: F401  (fixtures)
 
 
 def test_both_paths_train_the_same_losses_on_the_same_tokens(tiny_base, conversations, tmp_path):
     f = tmp_path / "c.json"
     f.write_text(json.dumps(conversations[:24], ensure_ascii=False))
-    job = {"base": str(tiny_base), "conversations": str(f), "method": "lora",
-           "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
-           "spec": {"max_steps": 6, "batch_size": 2, "max_length": 256, "lr": 3e-3, "warmup_steps": 1,
-                    "logging_steps": 1, "untimed_steps": 2, "keep_best": False, "eval_steps": 1000},
-           "threads": 1, "workdir": str(tmp_path), "order": ["bare", "recipe", "loop"]}
+    job = {
+        "base": str(tiny_base),
+        "conversations": str(f),
+        "method": "lora",
+        "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
+        "spec": dataclasses.asdict(
+            tiny_spec(
+                max_steps=6,
+                batch_size=2,
+                max_length=256,
+                logging_steps=1,
+                untimed_steps=2,
+                keep_best=False,
+                eval_steps=1000,
+                report_to=(),
+            )
+        ),
+        "threads": 1,
+        "workdir": str(tmp_path),
+        "order": ["bare", "recipe", "loop"],
+    }
     r = measure_sft(job)
     b, a = r["bare"], r["recipe"]
     assert b["steps"] == a["steps"] == 6 and b["tokens"] == a["tokens"] > 0

@@ -4,22 +4,30 @@ papermill. Tiny shapes only (speed is measured by the notebook, not here)."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from azllm import memory as mem, tables
-from azllm.recipes import benchmark as bench_recipe
 from azllm.bench import training as bt
 from azllm.bench.process import run_fresh
 from azllm.config import load_params
+from azllm.recipes import benchmark as bench_recipe
 from conftest import FIXTURES, TINY_MODEL, run_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {"preset": "tiny", "vocab_size": 256, "data": "synthetic", "seq_len": 32, "batch_size": 2,
-        "untimed_steps": 1, "steps": 1, "windows": 2, "lr": 1e-2, "timeout_s": 120, "model": TINY_MODEL}
+TINY = {
+    "preset": "tiny",
+    "vocab_size": 256,
+    "data": "synthetic",
+    "seq_len": 32,
+    "batch_size": 2,
+    "untimed_steps": 1,
+    "steps": 1,
+    "windows": 2,
+    "lr": 1e-2,
+    "timeout_s": 120,
+    "model": TINY_MODEL,
+}
 TARGETS = {"PYTHONPATH": str(ROOT / "tests")}
 
 
@@ -30,7 +38,11 @@ def setup(tmp_path, monkeypatch):
     ids, V, _ = bt.synthetic_ids(tmp_path, 256, 20_000, P.seed)
 
     def job(variant="baseline", **over):
-        return {**bench_recipe.benchmark_job(P, ids, V), "variant": bench_recipe.benchmark_variant(P, variant).to_dict(), **over}
+        return {
+            **bench_recipe.benchmark_job(P, ids, V),
+            "variant": bench_recipe.benchmark_variant(P, variant).to_dict(),
+            **over,
+        }
 
     return job
 
@@ -61,15 +73,17 @@ def test_oom_is_a_result_not_a_crash(setup):
 def test_child_killed_by_sigkill_is_reported_as_oom(setup, monkeypatch):
     """A variant process that dies by SIGKILL (what the kernel's OOM killer does) is an OOM result: a real child
     process is killed here (fresh_targets.kill_self stands in for the variant)."""
-    monkeypatch.setattr(bt, "run_fresh", lambda target, job, **kw: run_fresh("fresh_targets:kill_self", job,
-                                                                              timeout_s=60, env=TARGETS))
+    monkeypatch.setattr(
+        bt, "run_fresh", lambda target, job, **kw: run_fresh("fresh_targets:kill_self", job, timeout_s=60, env=TARGETS)
+    )
     r = bt.run_variant(setup(), timeout_s=60)
     assert r["status"] == "oom" and r["reason"].startswith("OOM at batch 2 (seq 32): child killed")
     assert r["returncode"] == -9
 
 
 def test_child_error_is_reported_with_reason(setup):
-    r = bt.run_variant(setup(preset="no-such-preset"), timeout_s=120)
+    job = setup()
+    r = bt.run_variant({**job, "model_spec": {**job["model_spec"], "preset": "no-such-preset"}}, timeout_s=120)
     assert r["status"] == "error" and "no-such-preset" in r["reason"]
 
 
@@ -86,8 +100,7 @@ def test_liger_without_cuda_is_not_available_with_reason(setup):
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_notebooks(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path,
-                                notebooks=["04_benchmark"])
+    run_dir, ok = run_notebooks(ROOT / "params" / "tiny.yaml", reports_dir=tmp_path, notebooks=["04_benchmark"])
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["benchmark"]
     assert m["n_variants"] == 3 and m["n_ok"] == 2

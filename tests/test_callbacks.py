@@ -20,8 +20,9 @@ def test_throughput_clock_syncs_a_gpu_only_where_the_trainer_does(monkeypatch):
     cb.on_train_begin(None, state, None)
     for step in range(1, 21):
         state.global_step = step
-        control = types.SimpleNamespace(should_log=step % 5 == 0, should_evaluate=step == 10, should_save=False,
-                                        should_training_stop=step == 20)
+        control = types.SimpleNamespace(
+            should_log=step % 5 == 0, should_evaluate=step == 10, should_save=False, should_training_stop=step == 20
+        )
         cb.on_step_end(None, state, control)
         if control.should_evaluate:
             cb.on_evaluate(None, state, control)
@@ -31,8 +32,13 @@ def test_throughput_clock_syncs_a_gpu_only_where_the_trainer_does(monkeypatch):
     cpu.cuda = False
     cpu.on_train_begin(None, types.SimpleNamespace(global_step=0), None)
     for step in range(1, 9):
-        cpu.on_step_end(None, types.SimpleNamespace(global_step=step), types.SimpleNamespace(
-            should_log=False, should_evaluate=False, should_save=False, should_training_stop=False))
+        cpu.on_step_end(
+            None,
+            types.SimpleNamespace(global_step=step),
+            types.SimpleNamespace(
+                should_log=False, should_evaluate=False, should_save=False, should_training_stop=False
+            ),
+        )
     assert len(cpu.step_times) == 8 - 2 and len(syncs) == 4
 
 
@@ -43,8 +49,9 @@ def test_a_signal_stops_after_the_step_with_a_checkpoint():
     args = types.SimpleNamespace(device=torch.device("cpu"))
     cb.on_train_begin(args, state, None)
     try:
-        control = types.SimpleNamespace(should_log=False, should_evaluate=False, should_save=False,
-                                        should_training_stop=False)
+        control = types.SimpleNamespace(
+            should_log=False, should_evaluate=False, should_save=False, should_training_stop=False
+        )
         cb.on_step_end(args, state, control)
         assert not control.should_save and cb.stopped is None
         signal.raise_signal(signal.SIGTERM)

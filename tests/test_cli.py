@@ -12,11 +12,23 @@ import pytest
 import yaml
 
 from azllm.cli import main, parser
-
 from conftest import FIXTURES, REPO, TINY_MODEL
 
-SUBCOMMANDS = [["run"], ["train"], ["eval"], ["launch"], ["bench"], ["bench", "encoder"], ["bench", "methods"],
-               ["bench", "overhead"], ["bench", "gpu"], ["bench", "eval"], ["lock-env"], ["sft"], ["bench", "sft"]]
+SUBCOMMANDS = [
+    ["run"],
+    ["train"],
+    ["eval"],
+    ["launch"],
+    ["bench"],
+    ["bench", "encoder"],
+    ["bench", "methods"],
+    ["bench", "overhead"],
+    ["bench", "gpu"],
+    ["bench", "eval"],
+    ["lock-env"],
+    ["sft"],
+    ["bench", "sft"],
+]
 
 
 @pytest.mark.parametrize("cmd", SUBCOMMANDS, ids=" ".join)
@@ -59,24 +71,42 @@ def test_lock_env_writes_what_the_lock_says(tmp_path):
 
 def _tiny_params(tmp_path: Path) -> Path:
     p = tmp_path / "tiny.yaml"
-    p.write_text(yaml.safe_dump({
-        "run_name": "cli", "data": {"root": str(FIXTURES), "train": {"path": "data/az/train/*.txt",
-                                                                    "max_bytes_per_file": 15000},
-                                    "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt",
-                                                        "max_lines": 40}}},
-        "corpus": {"enabled": False}, "tokenizer": {"vocab_size": 400, "model_type": "unigram"},
-        "tokens": {"benchmark": {"quick": True, "scale": 2, "max_bytes_per_file": 4000, "block_size": 32}},
-        "model": {"config": TINY_MODEL},
-        "train": {"batch_size": 2, "block_size": 32, "max_steps": 3, "warmup_steps": 1, "eval_steps": 3,
-                  "save_steps": 3, "logging_steps": 1, "eval_max_tokens": 256, "untimed_steps": 1,
-                  "report_to": []}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "run_name": "cli",
+                "data": {
+                    "root": str(FIXTURES),
+                    "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 15000},
+                    "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 40}},
+                },
+                "corpus": {"enabled": False},
+                "tokenizer": {"vocab_size": 400, "model_type": "unigram"},
+                "tokens": {"benchmark": {"quick": True, "scale": 2, "max_bytes_per_file": 4000, "block_size": 32}},
+                "model": {"config": TINY_MODEL},
+                "train": {
+                    "batch_size": 2,
+                    "block_size": 32,
+                    "max_steps": 3,
+                    "warmup_steps": 1,
+                    "eval_steps": 3,
+                    "save_steps": 3,
+                    "logging_steps": 1,
+                    "eval_max_tokens": 256,
+                    "untimed_steps": 1,
+                    "report_to": [],
+                },
+            }
+        )
+    )
     return p
 
 
 def _azllm(args: list[str], tmp_path: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "art"), "TQDM_DISABLE": "1"}
-    p = subprocess.run([sys.executable, "-m", "azllm", *args], capture_output=True, text=True, timeout=timeout,
-                       env=env, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "azllm", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return p
 
@@ -89,15 +119,18 @@ def test_train_runs(tmp_path):
 
 @pytest.mark.slow  # the encoder variants in fresh processes on 4 KB per file (~60 s)
 def test_bench_encoder_runs(tmp_path):
-    p = _azllm(["bench", "encoder", str(_tiny_params(tmp_path)), "--quick", "--out", str(tmp_path / "b.json")],
-               tmp_path)
+    p = _azllm(
+        ["bench", "encoder", str(_tiny_params(tmp_path)), "--quick", "--out", str(tmp_path / "b.json")], tmp_path
+    )
     assert (tmp_path / "b.json").is_file() and "encoder" in p.stdout.lower()
 
 
 @pytest.mark.slow  # one round of one method in a fresh process (~40 s)
 def test_bench_methods_runs(tmp_path):
-    p = _azllm(["bench", "methods", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "2", "--methods",
-                "full"], tmp_path)
+    p = _azllm(
+        ["bench", "methods", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "2", "--methods", "full"],
+        tmp_path,
+    )
     assert "round 0 full" in p.stdout and "written:" in p.stdout
 
 
@@ -110,16 +143,25 @@ def test_bench_overhead_runs(tmp_path):
 # ---------------------------------------------------------------------------------------- the README's commands
 # the README and its pages (docs/): every command either shows is run here
 README = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
-PLACEHOLDERS = {"PARAMS": "params/default.yaml", "params/my_gpu.yaml": "params/gpu.yaml",
-                "params/x.yaml": "params/default.yaml", "NB": "01_tokenizers", "DIR": "/tmp/x", "N": "2",
-                "X": "0.1", "M": "lora", "FILE": "/tmp/x.json"}
+PLACEHOLDERS = {
+    "PARAMS": "params/default.yaml",
+    "params/my_gpu.yaml": "params/gpu.yaml",
+    "params/x.yaml": "params/default.yaml",
+    "NB": "01_tokenizers",
+    "DIR": "/tmp/x",
+    "N": "2",
+    "X": "0.1",
+    "M": "lora",
+    "FILE": "/tmp/x.json",
+}
 
 
 def readme_commands() -> list[str]:
     """Every azllm command line of the README: in code spans and code blocks, ``python -m azllm ...``,
     ``azllm ...``, and the ``-m azllm ...`` tail of torchrun / accelerate launch commands."""
-    spans = re.findall(r"`([^`\n]+)`", README) + [ln for block in re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
-                                                  for ln in block.splitlines()]
+    spans = re.findall(r"`([^`\n]+)`", README) + [
+        ln for block in re.findall(r"```[a-z]*\n(.*?)```", README, re.S) for ln in block.splitlines()
+    ]
     out = []
     for s in spans:
         s = s.split("#")[0].strip()
@@ -176,8 +218,14 @@ def test_every_make_target_of_the_readme_exists():
 @pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
 def test_gpu_entry_dry_run(tmp_path):
     env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "artifacts")}
-    p = subprocess.run([sys.executable, "-m", "azllm", "bench", "gpu", "--dry-run", "--reports", str(tmp_path)], cwd=REPO,
-                       env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "azllm", "bench", "gpu", "--dry-run", "--reports", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())
     rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from azllm.recipes.paths import Paths
 from azllm.config import Config, ParamsError, load_params
+from azllm.recipes.paths import Paths
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,8 +59,11 @@ def test_unknown_key_is_named_with_allowed_keys(tmp_path):
 
 
 def test_unknown_key_inside_a_user_map(tmp_path):
-    with pytest.raises(ParamsError, match=r"baselines\.gpt2\.pth; allowed keys in baselines\.gpt2: hub, path, "
-                                          r"tiktoken"):
+    with pytest.raises(
+        ParamsError,
+        match=r"baselines\.gpt2\.pth; allowed keys in baselines\.gpt2: hub, path, "
+        r"tiktoken",
+    ):
         load_params(None, overrides={"baselines": {"gpt2": {"pth": "x"}}})
 
 

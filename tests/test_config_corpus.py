@@ -1,10 +1,9 @@
 """The corpus stage's params (azllm.config.corpus)."""
 
 import pytest
+from config_helpers import check_sections
 
 from azllm.config import ParamsError, corpus, load_params
-
-from config_helpers import check_sections
 
 
 def test_sections_are_documented_and_valid():

@@ -1,10 +1,9 @@
 """The data, tokenizer, baseline, report and token-file params (azllm.config.data)."""
 
 import pytest
+from config_helpers import check_sections
 
 from azllm.config import ParamsError, data, load_params
-
-from config_helpers import check_sections
 
 
 def test_sections_are_documented_and_valid():

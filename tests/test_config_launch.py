@@ -1,9 +1,8 @@
 """The SageMaker launch params (azllm.config.launch)."""
 
-from azllm.config import launch, load_params
-
 from config_helpers import check_sections
 
+from azllm.config import launch, load_params
 from conftest import REPO
 
 

@@ -4,14 +4,19 @@ named here as read by the recipe itself, so a new field cannot silently change n
 
 from dataclasses import fields
 
+from config_helpers import check_sections
+
 from azllm.config import load_params, training
 from azllm.train import TrainSpec
 
-from config_helpers import check_sections
-
-READ_BY_THE_RECIPE = {"method": "the ModelSpec's method", "dev_sets": "the eval files (and the key's eval_sets)",
-                      "compare": "notebook 03", "compare_steps": "notebook 03", "compare_lr": "notebook 03",
-                      "generate": "notebook 03"}
+READ_BY_THE_RECIPE = {
+    "method": "the ModelSpec's method",
+    "dev_sets": "the eval files (and the key's eval_sets)",
+    "compare": "notebook 03",
+    "compare_steps": "notebook 03",
+    "compare_lr": "notebook 03",
+    "generate": "notebook 03",
+}
 
 
 def test_sections_are_documented_and_valid():

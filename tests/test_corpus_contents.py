@@ -1,9 +1,9 @@
 """What the corpus page shows of the stage's output (azllm.corpus.contents): removed and kept examples, the
 biggest near-duplicate clusters, decontamination hits, sizes."""
 
-from azllm.corpus import contents
-
 from corpus_helpers import AMENDMENTS, cleaned, flores  # noqa: F401  (module fixtures: a small cleaned corpus)
+
+from azllm.corpus import contents
 
 
 def test_examples_clusters_and_hits(cleaned, flores):  # noqa: F811
@@ -21,7 +21,11 @@ def test_examples_clusters_and_hits(cleaned, flores):  # noqa: F811
 def test_size_counts_with_a_tokenizer():
     from azllm.tokenizer import Tok
 
-    chars = Tok(name="c", kind="test", vocab_size=0x110000, encode_fn=lambda t: [ord(c) for c in t],
-                decode_fn=lambda ids: "".join(map(chr, ids)))
-    assert contents.size_counts(["ab c", "d"], chars, batch=1) == {"documents": 2, "words": 3, "MB": 5e-06,
-                                                                  "tokens": 5}
+    chars = Tok(
+        name="c",
+        kind="test",
+        vocab_size=0x110000,
+        encode_fn=lambda t: [ord(c) for c in t],
+        decode_fn=lambda ids: "".join(map(chr, ids)),
+    )
+    assert contents.size_counts(["ab c", "d"], chars, batch=1) == {"documents": 2, "words": 3, "MB": 5e-06, "tokens": 5}

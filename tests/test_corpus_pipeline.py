@@ -20,8 +20,9 @@ def test_source_names():
 
 def test_jsonl_shards_merge_back_into_input_order(tmp_path):
     for shard, orders in (("00000.jsonl", [0, 3, 4]), ("00001.jsonl", [1, 2])):
-        (tmp_path / shard).write_text("".join(json.dumps({"text": f"d{o}", "metadata": {"order": o}}) + "\n"
-                                              for o in orders))
+        (tmp_path / shard).write_text(
+            "".join(json.dumps({"text": f"d{o}", "metadata": {"order": o}}) + "\n" for o in orders)
+        )
     assert [r["text"] for r in in_input_order(tmp_path)] == ["d0", "d1", "d2", "d3", "d4"]
     assert len(list(read_jsonl(tmp_path))) == 5 and len(list(read_jsonl(tmp_path / "00001.jsonl"))) == 2
 

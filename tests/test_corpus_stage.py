@@ -10,33 +10,37 @@ import time
 from pathlib import Path
 
 import pytest
+from corpus_helpers import AMENDMENTS, KILL_SCRIPT, PROSE, TURKISH, _clean, _write, cleaned, flores  # noqa: F401
 
 from azllm.corpus import clean_corpus, in_input_order, read_jsonl
 from azllm.data import DataError, resolve_source
-
-from corpus_helpers import AMENDMENTS, KILL_SCRIPT, PROSE, TURKISH, _clean, _write, cleaned, flores  # noqa: F401
 
 
 def test_each_step_removes_what_it_should(cleaned):
     tmp, m = cleaned
     folder = tmp / "out" / m["key"]
-    removed = {step: [r["text"] for r in read_jsonl(folder / "removed" / step)]
-               for step in ("quality", "language", "decontamination", "exact_dedup", "near_dedup")}
+    removed = {
+        step: [r["text"] for r in read_jsonl(folder / "removed" / step)]
+        for step in ("quality", "language", "decontamination", "exact_dedup", "near_dedup")
+    }
     assert removed["quality"] == ["FƏSİL 3"]
     assert removed["language"] == [TURKISH]
     assert len(removed["decontamination"]) == 1 and removed["decontamination"][0].startswith("Xəbərə görə")
-    assert len(removed["exact_dedup"]) == 1                       # PROSE[2] in capitals: same normalized text
-    assert len(removed["near_dedup"]) == 2                         # two of the three amendment notes
+    assert len(removed["exact_dedup"]) == 1  # PROSE[2] in capitals: same normalized text
+    assert len(removed["near_dedup"]) == 2  # two of the three amendment notes
     kept = [r["text"] for r in read_jsonl(folder / "clean")]
-    assert sorted(kept) == sorted([AMENDMENTS[0]] + PROSE[:2] + [PROSE[2], PROSE[3]]) or \
-        sum(a in kept for a in AMENDMENTS) == 1 and all(p in kept for p in PROSE[:2] + PROSE[3:])
+    assert (
+        sorted(kept) == sorted([AMENDMENTS[0]] + PROSE[:2] + [PROSE[2], PROSE[3]])
+        or sum(a in kept for a in AMENDMENTS) == 1
+        and all(p in kept for p in PROSE[:2] + PROSE[3:])
+    )
     assert [r["metadata"]["order"] for r in in_input_order(folder / "clean")] == sorted(
-        r["metadata"]["order"] for r in read_jsonl(folder / "clean"))
+        r["metadata"]["order"] for r in read_jsonl(folder / "clean")
+    )
     t = m["counts"]["by_source"]["total"]
     assert (t["input_docs"], t["kept_docs"]) == (11, 5)
     assert m["counts"]["by_source"]["news"]["language_docs"] == 1
-    assert m["counts"]["languages"] == {"az": 9, "tr": 1}     # "FƏSİL 3" left at the quality step
-
+    assert m["counts"]["languages"] == {"az": 9, "tr": 1}  # "FƏSİL 3" left at the quality step
 
 
 def test_manifest_records_inputs_settings_and_rerun_is_skipped(cleaned, flores):
@@ -53,7 +57,6 @@ def test_manifest_records_inputs_settings_and_rerun_is_skipped(cleaned, flores):
     assert not list((tmp / "out").glob("*.work"))
 
 
-
 def test_a_source_filtered_to_nothing_is_an_error(tmp_path, flores):
     _write(tmp_path / "src", "ok.txt", PROSE)
     _write(tmp_path / "src", "turkish.txt", [TURKISH, "Bugün hava çok güzel ve güneşli, dışarı çıkalım mı?"])
@@ -62,12 +65,14 @@ def test_a_source_filtered_to_nothing_is_an_error(tmp_path, flores):
     assert not any((p / "manifest.json").exists() for p in (tmp_path / "out").iterdir())
 
 
-
-@pytest.mark.parametrize("name,content,match", [
-    ("bad.parquet", b"PAR1 this is not parquet", r"bad.parquet: not a readable parquet file"),
-    ("recs.jsonl", '{"body": "Salam"}\n'.encode(), r"recs.jsonl:1: no field 'text'"),
-    ("latin1.txt", "Bakı şəhəri\n".encode("utf-8") + b"caf\xe9 au lait\n", r"latin1.txt: not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "name,content,match",
+    [
+        ("bad.parquet", b"PAR1 this is not parquet", r"bad.parquet: not a readable parquet file"),
+        ("recs.jsonl", b'{"body": "Salam"}\n', r"recs.jsonl:1: no field 'text'"),
+        ("latin1.txt", "Bakı şəhəri\n".encode() + b"caf\xe9 au lait\n", r"latin1.txt: not valid UTF-8"),
+    ],
+)
 def test_bad_input_names_the_file(tmp_path, flores, name, content, match):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / name).write_bytes(content)
@@ -75,27 +80,27 @@ def test_bad_input_names_the_file(tmp_path, flores, name, content, match):
         _clean(tmp_path / "src", tmp_path / "out", {"flores": flores}, tasks=1, workers=1)
 
 
-
 def test_hub_source_is_downloaded_once_and_cleaned(tmp_path, flores):
     ds = tmp_path / "hub_ds"
     ds.mkdir()
     (ds / "train.jsonl").write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in PROSE))
     r = resolve_source({"hub": str(ds)}, None)
-    m = clean_corpus([r], tmp_path / "out", eval_lines={"flores": flores}, languages=["az"], quality={},
-                     tasks=1, workers=1)
+    m = clean_corpus(
+        [r], tmp_path / "out", eval_lines={"flores": flores}, languages=["az"], quality={}, tasks=1, workers=1
+    )
     assert m["inputs"][0]["fingerprint"] and m["counts"]["by_source"]["total"]["kept_docs"] == 4
-
 
 
 def test_a_killed_run_leaves_nothing_taken_as_finished(tmp_path, data_root, flores):
     src = data_root / "data/az/train"
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], env={**os.environ},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], env={**os.environ}, start_new_session=True
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not list(out.glob("*.work/removed")):
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)   # the run and its worker, forkserver and manager processes
+    os.killpg(proc.pid, signal.SIGKILL)  # the run and its worker, forkserver and manager processes
     proc.wait()
     assert list(out.glob("*.work")), "the run was killed before it started writing"
     assert not list(out.glob("*/manifest.json"))
@@ -107,16 +112,16 @@ def test_a_killed_run_leaves_nothing_taken_as_finished(tmp_path, data_root, flor
     assert not list(out.glob("*.work"))
 
 
-
 def test_processes_cleaning_at_once_share_one_result(tmp_path, data_root):
     """Like torchrun ranks of one run: both finish, one cleaned corpus, no work folder left."""
     src, out = data_root / "data/az/train", tmp_path / "out"
-    procs = [subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(src), str(out)], stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     for p in procs:
         assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
     assert len(list(out.glob("*/manifest.json"))) == 1 and not list(out.glob("*.work"))
-
 
 
 STDIN_SCRIPT = """
@@ -129,9 +134,7 @@ print("RESULT", json.dumps({"kept": m["counts"]["by_source"]["total"]["kept_docs
 """
 
 
-
 STDIN_LIMIT_S = 120
-
 
 
 def test_a_run_from_standard_input_finishes(tmp_path, data_root):
@@ -140,12 +143,20 @@ def test_a_run_from_standard_input_finishes(tmp_path, data_root):
     script = STDIN_SCRIPT.replace("ROOT", repr(str(data_root))).replace("OUT", repr(str(tmp_path / "out")))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     env.pop("AZLLM_LOG", None)
-    proc = subprocess.Popen([sys.executable, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, cwd=tmp_path, env=env, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(script, timeout=STDIN_LIMIT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)   # the run and its forkserver, workers and manager
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its forkserver, workers and manager
         out, _ = proc.communicate()
         pytest.fail(f"the run from standard input did not finish in {STDIN_LIMIT_S} s:\n" + out[-3000:])
     assert proc.returncode == 0, out[-3000:]
@@ -153,4 +164,3 @@ def test_a_run_from_standard_input_finishes(tmp_path, data_root):
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
     assert result["kept"] > 1000 and result["workers"] == 1
     assert "FileNotFoundError" not in out
-

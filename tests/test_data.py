@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from azllm.recipes.corpus import eval_sets
 from azllm.config import load_params
 from azllm.data import DataError, file_sha256, iter_documents, read_lines, resolve_source
+from azllm.recipes.corpus import eval_sets
 
 
 def test_local_txt_documents_are_normalized_lines(tmp_path):
@@ -74,13 +74,28 @@ def test_sha256(tmp_path):
 
 
 def test_eval_sets_are_parallel(data_root):
-    p = load_params(None, overrides={"data": {"root": str(data_root), "eval": {"flores": {
-        "path": "data/az/dev/flores200.dev.azj_Latn.txt"}}}})
+    p = load_params(
+        None,
+        overrides={
+            "data": {"root": str(data_root), "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}}}
+        },
+    )
     evals, par, res = eval_sets(p)
     assert len(evals["flores"]) == 200 and len(par["flores"][0]) == len(par["flores"][1]) == 200
     assert all(len(v) == 64 for v in res["eval.flores"].sha256s().values())
-    bad = load_params(None, overrides={"data": {"root": str(data_root), "parallel": {"flores": {
-        "az": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"},
-        "en": {"path": "data/az/dev/flores200.dev.eng_Latn.txt", "max_lines": 10}}}}})
+    bad = load_params(
+        None,
+        overrides={
+            "data": {
+                "root": str(data_root),
+                "parallel": {
+                    "flores": {
+                        "az": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"},
+                        "en": {"path": "data/az/dev/flores200.dev.eng_Latn.txt", "max_lines": 10},
+                    }
+                },
+            }
+        },
+    )
     with pytest.raises(DataError, match="200 Azerbaijani lines but 10 English lines"):
         eval_sets(bad)

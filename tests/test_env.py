@@ -28,8 +28,11 @@ def test_environment_yml_carries_the_same_pins():
 
 def test_every_direct_dependency_is_pinned():
     lock = _lock()
-    direct = [ln.strip() for ln in (REPO / "requirements.in").read_text().splitlines()
-              if ln.strip() and not ln.startswith("#")]
+    direct = [
+        ln.strip()
+        for ln in (REPO / "requirements.in").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     for d in direct:
         name = re.split(r"[=<>\[]", d)[0].lower()
         assert name in lock, f"{name} is not pinned in requirements.lock"

@@ -21,6 +21,8 @@ def test_a_paired_difference_is_tighter_than_unpaired_on_correlated_items():
 def test_losses_noise_and_lower_is_better():
     assert difference({"value": 0.5, "stderr": 0.01}, {"value": 0.4, "stderr": 0.01})["verdict"] == "loss"
     assert difference({"value": 0.5, "stderr": 0.05}, {"value": 0.45, "stderr": 0.05})["verdict"] == "within noise"
-    assert difference({"value": 3.0, "stderr": 0.01}, {"value": 2.0, "stderr": 0.01},
-                      higher_is_better=False)["verdict"] == "gain"
+    assert (
+        difference({"value": 3.0, "stderr": 0.01}, {"value": 2.0, "stderr": 0.01}, higher_is_better=False)["verdict"]
+        == "gain"
+    )
     assert difference({"value": 0.5}, {"value": 0.6})["verdict"] == "no error estimate"

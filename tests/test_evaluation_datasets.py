@@ -5,9 +5,15 @@ import json
 
 import pytest
 
-from azllm.evaluation.datasets import (EvalDataError, read_mmlu, read_parallel, read_sib200, read_tumlu,
-                                       split_files, task_texts)
-
+from azllm.evaluation.datasets import (
+    EvalDataError,
+    read_mmlu,
+    read_parallel,
+    read_sib200,
+    read_tumlu,
+    split_files,
+    task_texts,
+)
 from conftest import FIXTURES
 
 EV = FIXTURES / "data"
@@ -36,11 +42,18 @@ def test_tumlu_mmlu_and_flores_read_their_release_formats():
 def _write_test_splits(root):
     """Test splits that are not in ../shared, written in the format of the dev splits."""
     (root / "sib").mkdir()
-    (root / "sib/test.tsv").write_text('index_id\tcategory\ttext\n9001\thealth\t"Həkim ""sağlam"" dedi."\n'
-                                      '9002\ttravel\tQatar Bakıdan çıxdı.\n', encoding="utf-8")
+    (root / "sib/test.tsv").write_text(
+        'index_id\tcategory\ttext\n9001\thealth\t"Həkim ""sağlam"" dedi."\n9002\ttravel\tQatar Bakıdan çıxdı.\n',
+        encoding="utf-8",
+    )
     (root / "tumlu/test").mkdir(parents=True)
-    rec = {"question": "2 + 2 neçədir?", "choices": ["3", "4", "5", "6"], "answer": "B", "subject": "Mathematics",
-           "CoT": "Addım-addım düşünək. Düzgün cavab B variantıdır."}
+    rec = {
+        "question": "2 + 2 neçədir?",
+        "choices": ["3", "4", "5", "6"],
+        "answer": "B",
+        "subject": "Mathematics",
+        "CoT": "Addım-addım düşünək. Düzgün cavab B variantıdır.",
+    }
     (root / "tumlu/test/Mathematics.jsonl").write_text(json.dumps(rec, ensure_ascii=False) + "\n", encoding="utf-8")
     (root / "mmlu/test").mkdir(parents=True)
     (root / "mmlu/test/marketing_test.csv").write_text('"What is 4P?",Price,Place,Product,All of these,D\n')
@@ -50,11 +63,13 @@ def test_a_test_split_in_the_dev_format_works_with_no_code_change(tmp_path):
     from azllm.evaluation.tasks import local_task, task_rows
 
     _write_test_splits(tmp_path)
-    (sib,) = local_task("sib200_az", path=str(tmp_path / "sib/test.tsv"),
-                        fewshot_path=str(EV / "az/eval/sib200/azj_Latn/train.tsv"))
+    (sib,) = local_task(
+        "sib200_az", path=str(tmp_path / "sib/test.tsv"), fewshot_path=str(EV / "az/eval/sib200/azj_Latn/train.tsv")
+    )
     assert [r["text"] for r in task_rows(sib)] == ['Həkim "sağlam" dedi.', "Qatar Bakıdan çıxdı."]
-    (tum,) = local_task("tumlu_az", path=str(tmp_path / "tumlu/test"), fewshot_path=str(EV / "az/eval/tumlu/dev"),
-                        num_fewshot=1)
+    (tum,) = local_task(
+        "tumlu_az", path=str(tmp_path / "tumlu/test"), fewshot_path=str(EV / "az/eval/tumlu/dev"), num_fewshot=1
+    )
     assert task_rows(tum)[0]["answer"] == 1 and len(task_rows(tum, "fewshot")) == 14
     (mm,) = local_task("mmlu_en", path=str(tmp_path / "mmlu/test"), fewshot_path=str(EV / "en/eval/mmlu/dev"))
     assert mm["task"] == "mmlu_en_marketing" and task_rows(mm)[0]["answer"] == 3

@@ -1,4 +1,5 @@
-"""Scoring with lm-eval (azllm.evaluation.harness): acc, acc_norm and acc_mutual_info against an independent count with plain
+"""Scoring with lm-eval (azllm.evaluation.harness): acc, acc_norm and acc_mutual_info against an independent count
+with plain
 transformers, the tokenizer checks, task-name validation against lm-eval's registry, the BOS convention of every
 tokenizer we export."""
 
@@ -6,12 +7,17 @@ import math
 
 import pytest
 import torch
-
-from azllm.evaluation.harness import (EvalModelError, UnknownTaskError, bos_convention, check_tokenizer, score,
-                                      validate_task_names)
-from azllm.evaluation.tasks import LOCAL_TASKS, task_rows
-
 from eval_helpers import eval_tokenizer_dir, hf_tok, task, tiny_folder, tiny_model  # noqa: F401
+
+from azllm.evaluation.harness import (
+    EvalModelError,
+    UnknownTaskError,
+    bos_convention,
+    check_tokenizer,
+    score,
+    validate_task_names,
+)
+from azllm.evaluation.tasks import LOCAL_TASKS, task_rows
 
 
 def _render(template: str, doc: dict) -> str:
@@ -24,14 +30,15 @@ def _render(template: str, doc: dict) -> str:
 def _option_lls(model, tok, context: str, choices: list[str], delim: str) -> list[float]:
     """The summed log-probability of each option's tokens after ``context`` (plain transformers); an empty context
     is the tokenizer's BOS, or its EOS when it has none (lm-eval's prefix token)."""
-    ctx = tok(context).input_ids if context else [tok.bos_token_id if tok.bos_token_id is not None
-                                                    else tok.eos_token_id]
+    ctx = (
+        tok(context).input_ids if context else [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id]
+    )
     out = []
     for ch in choices:
         whole = tok(context + delim + ch).input_ids if context else ctx + tok(delim + ch).input_ids
         if context:
-            assert whole[:len(ctx)] == ctx, "the option's tokens must follow the context's"
-        cont = whole[len(ctx):]
+            assert whole[: len(ctx)] == ctx, "the option's tokens must follow the context's"
+        cont = whole[len(ctx) :]
         logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
         out.append(sum(logp[len(ctx) + i - 1, t].item() for i, t in enumerate(cont)))
     return out
@@ -50,10 +57,13 @@ def _independent(model, tok, config: dict) -> tuple[list[list[float]], dict]:
         item = _option_lls(model, tok, context, choices, delim)
         prior = _option_lls(model, tok, "", choices, delim)
         gold = doc[config["doc_to_target"]]
-        best = {"acc": lambda i: item[i], "acc_norm": lambda i: item[i] / len(choices[i]),
-                "acc_mutual_info": lambda i: item[i] - prior[i]}
-        for k, f in best.items():
-            hits[k] += max(range(len(item)), key=f) == gold
+        best = {
+            "acc": item,
+            "acc_norm": [ll / len(c) for ll, c in zip(item, choices)],
+            "acc_mutual_info": [ll - p for ll, p in zip(item, prior)],
+        }
+        for k, v in best.items():
+            hits[k] += max(range(len(v)), key=v.__getitem__) == gold
         lls.append(item)
     return lls, {k: v / len(rows) for k, v in hits.items()}
 
@@ -102,8 +112,18 @@ def test_a_tokenizer_without_eos_is_refused_and_a_missing_pad_is_set(hf_tok):
 
 
 def test_unknown_task_names_list_close_matches():
-    validate_task_names(["sib200_az", "belebele_azj_Latn", "include_base_44_azerbaijani", "global_piqa_nonparallel_cloze_azj_latn", "mmlu",
-                         "hellaswag", "arc_easy"], list(LOCAL_TASKS))
+    validate_task_names(
+        [
+            "sib200_az",
+            "belebele_azj_Latn",
+            "include_base_44_azerbaijani",
+            "global_piqa_nonparallel_cloze_azj_latn",
+            "mmlu",
+            "hellaswag",
+            "arc_easy",
+        ],
+        list(LOCAL_TASKS),
+    )
     with pytest.raises(UnknownTaskError, match=r"'belebele_azj_latn' \(close: belebele_azj_Latn"):
         validate_task_names(["belebele_azj_latn"], list(LOCAL_TASKS))
     with pytest.raises(UnknownTaskError, match=r"'sib200_azz' \(close: sib200_az"):

@@ -5,11 +5,10 @@ import json
 import shutil
 
 import pytest
+from eval_helpers import eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
 
 from azllm.evaluation.harness import EvalModelError
 from azllm.evaluation.load import load_model, run_tokenizer_path
-
-from eval_helpers import eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
 
 
 def test_a_folder_with_its_tokenizer(tiny_folder):

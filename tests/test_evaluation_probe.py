@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from transformers import PreTrainedTokenizerFast
 
-from azllm.evaluation.probe import (ProbeError, cross_validated_probe, hidden_features, linear_probe,
-                                   probe_task)
+from azllm.evaluation.probe import ProbeError, cross_validated_probe, hidden_features, linear_probe, probe_task
 from azllm.model import build_model, model_config
 from conftest import FIXTURES, TINY_MODEL
 
@@ -50,6 +49,7 @@ def test_features_do_not_depend_on_padding_batching_or_order(model, tok):
     np.testing.assert_allclose(emb, model.get_input_embeddings().weight[ids].mean(0).detach().numpy(), atol=1e-6)
     assert not np.allclose(alone[0], alone[1])
     import torch  # the last layer equals a plain forward's (the LM head asked for one position only changes nothing)
+
     with torch.no_grad():
         last = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0].mean(0)
     np.testing.assert_allclose(alone[0], last.numpy(), atol=1e-6)
@@ -61,8 +61,9 @@ def test_features_restore_the_models_mode_and_truncate(model, tok):
     a = hidden_features(model, tok, [long], max_length=8)
     assert model.training
     model.eval()
-    np.testing.assert_allclose(a, hidden_features(model, tok, [tok.decode(tok(long)["input_ids"][:8])], max_length=8),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        a, hidden_features(model, tok, [tok.decode(tok(long)["input_ids"][:8])], max_length=8), atol=1e-5
+    )
 
 
 def _planted(rng, n, shift):

@@ -2,12 +2,10 @@
 per subject, the overlap check, stable hashes, chance levels, and lm-eval's own loader of the YAML folder."""
 
 import pytest
+from eval_helpers import EVAL, task
 
 from azllm.evaluation.datasets import EvalDataError
-from azllm.evaluation.tasks import (LOCAL_TASKS, TASK_DIR, chance, config_hash, fewshot_overlap, local_task,
-                                    task_rows)
-
-from eval_helpers import EVAL, task
+from azllm.evaluation.tasks import LOCAL_TASKS, TASK_DIR, chance, config_hash, fewshot_overlap, local_task, task_rows
 
 
 def test_every_shipped_yaml_is_an_lm_eval_task_of_the_same_name():
@@ -38,8 +36,7 @@ def test_zero_shot_without_a_pool_and_few_shot_without_one_is_an_error():
     (t,) = local_task("sib200_az", path=str(EVAL / "data/az/eval/sib200/azj_Latn/dev.tsv"), fewshot_path="")
     assert "fewshot_split" not in t
     with pytest.raises(EvalDataError, match="num_fewshot=2 needs a few-shot pool"):
-        local_task("sib200_az", path=str(EVAL / "data/az/eval/sib200/azj_Latn/dev.tsv"), fewshot_path="",
-                   num_fewshot=2)
+        local_task("sib200_az", path=str(EVAL / "data/az/eval/sib200/azj_Latn/dev.tsv"), fewshot_path="", num_fewshot=2)
 
 
 def test_hashes_are_stable_and_follow_the_data():

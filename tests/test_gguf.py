@@ -7,14 +7,23 @@ import os
 import pytest
 import torch
 
-from azllm.gguf import (RECORD, SMOLLM2_FILE, GGUFError, _finished, gguf_to_folder, load_gguf, packaged_file,
-                        smollm2_gguf)
-
+from azllm.gguf import (
+    RECORD,
+    SMOLLM2_FILE,
+    GGUFError,
+    _finished,
+    gguf_to_folder,
+    load_gguf,
+    packaged_file,
+    smollm2_gguf,
+)
 from conftest import FIXTURES
 
-PROMPTS = ["Azərbaycan Respublikasının paytaxtı Bakı şəhəridir.",
-           "The quick brown fox jumps over the lazy dog, 2024 times.",
-           "<|im_start|>user\nSalam! Necəsən?<|im_end|>\n<|im_start|>assistant\n"]
+PROMPTS = [
+    "Azərbaycan Respublikasının paytaxtı Bakı şəhəridir.",
+    "The quick brown fox jumps over the lazy dog, 2024 times.",
+    "<|im_start|>user\nSalam! Necəsən?<|im_end|>\n<|im_start|>assistant\n",
+]
 
 
 @pytest.fixture(scope="session")

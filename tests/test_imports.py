@@ -139,8 +139,11 @@ def test_no_import_cycle():
 
 @pytest.mark.parametrize("mod", sorted(MODULES))
 def test_no_arrow_up(mod):
-    up = sorted(d for d in GRAPH[mod] if LAYERS[layer(d)] > LAYERS[layer(mod)]
-                or (layer(mod) == "library" and layer(d) == "config"))
+    up = sorted(
+        d
+        for d in GRAPH[mod]
+        if LAYERS[layer(d)] > LAYERS[layer(mod)] or (layer(mod) == "library" and layer(d) == "config")
+    )
     assert not up, f"{mod} ({layer(mod)}) imports {up} from a higher layer"
 
 
@@ -151,8 +154,43 @@ def test_importing_azllm_prints_nothing():
     import sys
 
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("DS_ACCELERATOR", "AZLLM_LOG")}
-    r = subprocess.run([sys.executable, "-c", "from azllm.gguf import gguf_to_folder\nimport deepspeed"],
-                       capture_output=True, text=True, env=env, cwd=PKG.parent, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", "from azllm.gguf import gguf_to_folder\nimport deepspeed"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=PKG.parent,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "Setting accelerator" not in r.stdout + r.stderr
     assert r.stdout == "" and r.stderr == "", (r.stdout, r.stderr)
+
+
+# Which recipe may import which: the stages in their order (a later stage reads an earlier one's results), the shared
+# helpers (paths, sources, specs) below them all. A new arrow is a decision: add it here with the stage it serves.
+RECIPE_IMPORTS = {
+    "paths": set(),
+    "specs": set(),
+    "sources": {"paths"},
+    "tasks": {"paths", "sources"},
+    "corpus": {"paths", "sources", "tasks"},
+    "tokenizers": {"corpus", "paths", "sources"},
+    "tokens": {"corpus", "paths", "sources", "tokenizers"},
+    "train": {"paths", "specs", "tokens"},
+    "benchmark": {"adapt", "paths", "sources", "specs", "tokens", "train"},
+    "adapt": {"paths", "sources", "tokenizers", "tokens", "train"},
+    "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
+    "sft": {"adapt", "evaluate", "paths", "sources", "specs", "tasks"},
+    "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
+    "deploy": {"paths", "sources", "corpus", "sft", "distill"},
+    "launch": {"paths"},
+}
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in MODULES if m.startswith("azllm.recipes.")))
+def test_recipe_imports_are_the_listed_ones(mod):
+    name = mod.split(".")[-1]
+    assert name in RECIPE_IMPORTS, f"{mod} is a new recipe: list what it may import in RECIPE_IMPORTS"
+    used = {d.split(".")[-1] for d in GRAPH[mod] if d.startswith("azllm.recipes.")}
+    assert used <= RECIPE_IMPORTS[name], f"{mod} imports {sorted(used - RECIPE_IMPORTS[name])}, not listed"

@@ -14,11 +14,21 @@ MODULES = sorted(PKG.rglob("*.py"))
 READS_CONFIG = {"config/__init__.py", "report.py", "cli.py"}
 
 
+# The caps count lines as ruff formats them (one argument per line once a call passes 120 characters; the code was
+# never packed to meet them): a function of more than FUNCTION_LINES lines says why ("Long because"), a module of
+# more than MODULE_LINES lines is split by concept.
+FUNCTION_LINES = 105
+MODULE_LINES = 750
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_functions_are_short_or_say_why(path):
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno >= FUNCTION_LINES
+        ):
             doc = ast.get_docstring(node) or ""
             assert "Long because" in doc, f"{path.name}:{node.name} is {node.end_lineno - node.lineno + 1} lines"
 
@@ -26,7 +36,7 @@ def test_functions_are_short_or_say_why(path):
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_modules_are_short(path):
     n = len(path.read_text().splitlines())
-    assert n <= 520, f"{path.relative_to(PKG)} has {n} lines"
+    assert n <= MODULE_LINES, f"{path.relative_to(PKG)} has {n} lines"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
@@ -35,13 +45,16 @@ def test_no_issue_numbers_and_only_the_run_layer_reads_params(path):
     assert not re.search(r"(?i)\bissue\s*#?\d|\(#\d+\)", text), path
     rel = str(path.relative_to(PKG))
     if rel not in READS_CONFIG and not rel.startswith(("recipes/", "config/")):
-        assert not re.search(r"^\s*from \.+config import|load_params\(|\bfrom \.+recipes\b|\bimport \.+recipes\b",
-                             text, re.M), f"{rel} reads the params"
+        assert not re.search(
+            r"^\s*from \.+config import|load_params\(|\bfrom \.+recipes\b|\bimport \.+recipes\b", text, re.M
+        ), f"{rel} reads the params"
 
 
 TESTS = Path(__file__).resolve().parent
-NOT_MIRRORED = {"__init__.py": "the package itself: tests/test_imports.py reads all of it",
-                "__main__.py": "python -m azllm: tests/test_cli.py runs it"}
+NOT_MIRRORED = {
+    "__init__.py": "the package itself: tests/test_imports.py reads all of it",
+    "__main__.py": "python -m azllm: tests/test_cli.py runs it",
+}
 
 
 def _mirror(path: Path) -> str:

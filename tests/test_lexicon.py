@@ -3,8 +3,19 @@ from collections import Counter
 
 import pytest
 
-from azllm.lexicon import (SfxRule, agreement, apply_rule, hunspell_forms, lexicon_agreement, parse_aff, read_aff,
-                           read_dic, read_unimorph, unimorph_reference, well_formed)
+from azllm.lexicon import (
+    SfxRule,
+    agreement,
+    apply_rule,
+    hunspell_forms,
+    lexicon_agreement,
+    parse_aff,
+    read_aff,
+    read_dic,
+    read_unimorph,
+    unimorph_reference,
+    well_formed,
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +38,15 @@ def test_read_hunspell_fixture(lex):
     dic = read_dic(lex / "mozillaz_hunspell_az.dic")
     assert len(dic) == 300
     assert dic[0] == ("azerbaijani", ["N2"]) and dic[200] == ("abadanlaşdır", ["V1"])
-    assert Counter(f for _, flags in dic for f in flags) == {"N1": 128, "V1": 89, "O2": 53, "N3": 13, "E2": 11,
-                                                              "O4": 5, "N2": 1}
+    assert Counter(f for _, flags in dic for f in flags) == {
+        "N1": 128,
+        "V1": 89,
+        "O2": 53,
+        "N3": 13,
+        "E2": 11,
+        "O4": 5,
+        "N2": 1,
+    }
     rules = read_aff(lex / "mozillaz_hunspell_az.aff")
     # every rule line of the fixture is read: as many as each flag's header says
     headers = dict(re.findall(r"^SFX (\S+) Y (\d+)", (lex / "mozillaz_hunspell_az.aff").read_text(), re.M))
@@ -40,8 +58,17 @@ def test_read_hunspell_fixture(lex):
 
 
 def test_parse_aff_odd_lines():
-    rules = parse_aff(["SFX O2 Y 2", "SFX O2 0 sini", "SFX O2 0 yə . # hamiləyə", "SFX F1 nı .", "SFX F3 0 su.",
-                       "PFX X1 0 a .", "# SFX N1 0 lı/A1 ."])
+    rules = parse_aff(
+        [
+            "SFX O2 Y 2",
+            "SFX O2 0 sini",
+            "SFX O2 0 yə . # hamiləyə",
+            "SFX F1 nı .",
+            "SFX F3 0 su.",
+            "PFX X1 0 a .",
+            "# SFX N1 0 lı/A1 .",
+        ]
+    )
     assert rules == {"O2": [SfxRule("", "sini", "."), SfxRule("", "yə", ".")]}
 
 
@@ -53,15 +80,37 @@ def test_sfx_expansion_on_real_rules(lex):
 
     # q -> ğ before a vowel; the unmutated abadlıqın (SFX N1 0 ın [^aı]) is ill-formed
     assert forms("abadlıq", "N1")[-12:] == [
-        "abadlıqda", "abadlıqdan", "abadlıqdır", "abadlığa", "abadlıqdadır", "abadlığı", "abadlığını",
-        "abadlığına", "abadlığıdır", "abadlığında", "abadlığındadır", "abadlığım"]
+        "abadlıqda",
+        "abadlıqdan",
+        "abadlıqdır",
+        "abadlığa",
+        "abadlıqdadır",
+        "abadlığı",
+        "abadlığını",
+        "abadlığına",
+        "abadlığıdır",
+        "abadlığında",
+        "abadlığındadır",
+        "abadlığım",
+    ]
     assert "abadlıqın" in forms("abadlıq", "N1", only_well_formed=False)
     assert forms("abidlik", "O2")[-4:] == ["abidlikdir", "abidliyi", "abidlikdədir", "abidliyim"]
     # a vowel-final verb: the vowel-initial rules (ır, ıb, a, ar) would make ağlaır, ağlaıb
     assert forms("ağla", "V1") == ["ağladı", "ağladır", "ağlamaq", "ağlama", "ağlayacaq", "ağlamayacaq"]
     assert forms("ağla", "V1", only_well_formed=False) == [
-        "ağladı", "ağladır", "ağlaıb", "ağlaıl", "ağlaır", "ağlamaq", "ağlama", "ağlaacaq", "ağlayacaq",
-        "ağlamayacaq", "ağlaa", "ağlaar"]
+        "ağladı",
+        "ağladır",
+        "ağlaıb",
+        "ağlaıl",
+        "ağlaır",
+        "ağlamaq",
+        "ağlama",
+        "ağlaacaq",
+        "ağlayacaq",
+        "ağlamayacaq",
+        "ağlaa",
+        "ağlaar",
+    ]
     assert forms("abidə", "O2")[18:22] == ["abidədir", "abidəni", "abidəsi", "abidəsini"]
     assert "abidəini" not in forms("abidə", "O2") and "abidəini" in forms("abidə", "O2", only_well_formed=False)
     dic = read_dic(lex / "mozillaz_hunspell_az.dic")
@@ -77,15 +126,18 @@ def test_apply_rule_and_well_formed():
     assert well_formed("kitab", SfxRule("", "lar", "."))
 
 
-@pytest.mark.parametrize("lemma,form,features,expected", [
-    ("açar", "açarlarından", "N;ABL;PL;PSS3S", (4, "prefix")),
-    ("ağlamaq", "ağladılar", "V;3;PL;PST", (4, "prefix")),  # the verb stem: the lemma without -maq
-    ("ərik", "əriyində", "N;LOC;SG;PSS3S", (4, "mutated")),
-    ("bayraq", "bayrağa", "N;DEF;DAT;SG", (6, "mutated")),
-    ("beyin", "beynində", "N;LOC;SG;PSS3S", (None, "changed")),
-    ("açar", "açar", "N;NOM;SG", (4, "bare")),
-    ("xarici", "dil", "xarici", (None, "malformed")),
-])
+@pytest.mark.parametrize(
+    "lemma,form,features,expected",
+    [
+        ("açar", "açarlarından", "N;ABL;PL;PSS3S", (4, "prefix")),
+        ("ağlamaq", "ağladılar", "V;3;PL;PST", (4, "prefix")),  # the verb stem: the lemma without -maq
+        ("ərik", "əriyində", "N;LOC;SG;PSS3S", (4, "mutated")),
+        ("bayraq", "bayrağa", "N;DEF;DAT;SG", (6, "mutated")),
+        ("beyin", "beynində", "N;LOC;SG;PSS3S", (None, "changed")),
+        ("açar", "açar", "N;NOM;SG", (4, "bare")),
+        ("xarici", "dil", "xarici", (None, "malformed")),
+    ],
+)
 def test_unimorph_reference(lemma, form, features, expected):
     assert unimorph_reference(lemma, form, features) == expected
 
@@ -94,10 +146,15 @@ def test_agreement_hand_checked():
     # kitab|lar, ev|lər|imiz|dən, ağla|yacağ|am: the stem boundary first; aç|ar|lar|a: the boundary after açar is
     # predicted (recall) but the first cut is inside the stem (not precise); ada: too short to split (a miss)
     a = agreement([("kitablar", 5), ("evlərimizdən", 2), ("ağlayacağam", 4), ("açarlara", 4), ("ada", 2)])
-    assert a == {"n": 5, "recall": 0.8, "precision": 0.75, "predicted": 0.8, "misses": [["a", 1, "ada"]],
-                 "early": [["ar", 1, "açarlara"]]}
-    assert agreement([]) == {"n": 0, "recall": None, "precision": None, "predicted": None, "misses": [],
-                             "early": []}
+    assert a == {
+        "n": 5,
+        "recall": 0.8,
+        "precision": 0.75,
+        "predicted": 0.8,
+        "misses": [["a", 1, "ada"]],
+        "early": [["ar", 1, "açarlara"]],
+    }
+    assert agreement([]) == {"n": 0, "recall": None, "precision": None, "predicted": None, "misses": [], "early": []}
 
 
 def test_lexicon_agreement_on_the_fixture(lex):

@@ -131,12 +131,14 @@ def test_lora_options_and_targets(base):
     names = {n.split(".lora_")[0].split(".")[-1] for n, _ in p.named_parameters() if "lora_" in n}
     assert names == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}  # no lm_head
     lin = p.base_model.model.model.layers[0].self_attn.q_proj
-    assert lin.scaling["default"] == pytest.approx(16 / 8 ** 0.5)  # rsLoRA
+    assert lin.scaling["default"] == pytest.approx(16 / 8**0.5)  # rsLoRA
     trainable = [n for n, w in p.named_parameters() if w.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
     p2 = apply_lora(copy.deepcopy(base), r=8, alpha=16, dropout=0.0, target_modules=["q_proj", "v_proj"])
-    assert {n.split(".lora_")[0].split(".")[-1] for n, _ in p2.named_parameters() if "lora_" in n} == {"q_proj",
-                                                                                                       "v_proj"}
+    assert {n.split(".lora_")[0].split(".")[-1] for n, _ in p2.named_parameters() if "lora_" in n} == {
+        "q_proj",
+        "v_proj",
+    }
 
 
 def test_lm_head_target_dropped_when_fused_loss_is_on(base):
@@ -163,8 +165,12 @@ def test_optimizers_train_lora_and_qlora(base, name, quantized):
 
     m = _qlora(base) if quantized else apply_lora(copy.deepcopy(base), r=4, alpha=8, dropout=0.0)
     opt = make_optimizer(m, name, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95))
-    assert isinstance(opt, {"adamw": torch.optim.AdamW, "adamw_8bit": bnb.optim.AdamW8bit,
-                            "paged_adamw_8bit": bnb.optim.PagedAdamW8bit}[name])
+    assert isinstance(
+        opt,
+        {"adamw": torch.optim.AdamW, "adamw_8bit": bnb.optim.AdamW8bit, "paged_adamw_8bit": bnb.optim.PagedAdamW8bit}[
+            name
+        ],
+    )
     decay = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
     assert all(p.dim() >= 2 for p in m.parameters() if id(p) in decay)
     before = {n: p.detach().clone() for n, p in m.named_parameters() if p.requires_grad}
@@ -183,6 +189,7 @@ def test_optimizers_train_lora_and_qlora(base, name, quantized):
 
 
 # ------------------------------------------------------------------------------ new token rows under LoRA
+
 
 def _train_steps(p, n_new: int, steps: int = 3):
     from azllm.lora import make_optimizer

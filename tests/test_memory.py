@@ -7,8 +7,15 @@ import pytest
 from azllm import memory as mem
 
 # a small shape whose sizes are easy to write out by hand
-CFG = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-           vocab_size=1000, tie_word_embeddings=True)
+CFG = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+    tie_word_embeddings=True,
+)
 # per layer: q 64*64, k 64*32, v 64*32, o 64*64, gate/up/down 3*64*128
 LAYER_LIN = 64 * 64 + 64 * 32 + 64 * 32 + 64 * 64 + 3 * 64 * 128  # 36864
 N_PARAMS = 1000 * 64 + 2 * LAYER_LIN + 5 * 64  # embed (tied) + linears + 2 norms/layer + final norm = 138048
@@ -25,8 +32,16 @@ def test_parameter_count_by_hand():
 
 def test_llama_3_2_1b_parameter_count():
     # meta-llama/Llama-3.2-1B has 1,235,814,400 parameters (tied embeddings, vocab 128256)
-    cfg = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, head_dim=64, vocab_size=128256, tie_word_embeddings=True)
+    cfg = dict(
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        vocab_size=128256,
+        tie_word_embeddings=True,
+    )
     assert mem.parameter_count(cfg)["total"] == 1_235_814_400
 
 
@@ -44,16 +59,20 @@ def test_adamw_8bit_states():
     # >= 4096 elements: 2 uint8 states + 2 fp32 absmax per 256-element block; smaller: two fp32 states
     big = [64 * 64, 64 * 32, 64 * 32, 64 * 64, 64 * 128, 64 * 128, 128 * 64] * 2 + [64000]
     small = [64] * 5
-    want = sum(2 * n + 8 * math.ceil(n / 256) for n in big if n >= 4096) + \
-        sum(8 * n for n in big if n < 4096) + sum(8 * n for n in small)
+    want = (
+        sum(2 * n + 8 * math.ceil(n / 256) for n in big if n >= 4096)
+        + sum(8 * n for n in big if n < 4096)
+        + sum(8 * n for n in small)
+    )
     assert m["optimizer"] == want
     assert m["optimizer"] < mem.predict_memory(CFG, "baseline", 1, 8)["optimizer"] / 3
 
 
 def test_lora_and_qlora_weights():
     r = 16
-    lora_params = 2 * r * sum(a + b for a, b in [(64, 64), (64, 32), (64, 32), (64, 64), (64, 128), (64, 128),
-                                                  (128, 64)])
+    lora_params = (
+        2 * r * sum(a + b for a, b in [(64, 64), (64, 32), (64, 32), (64, 64), (64, 128), (64, 128), (128, 64)])
+    )
     m = mem.predict_memory(CFG, "lora", batch=1, seq=8)
     assert m["trainable"] == lora_params
     assert m["weights"] == 4 * N_PARAMS + 4 * lora_params  # fp32 base + fp32 adapters
@@ -96,14 +115,29 @@ def test_logits_and_fused_linear_cross_entropy():
 
 def test_peak_combines_components():
     m = mem.predict_memory(CFG, "baseline", 2, 32, device="cpu")
-    assert m["total"] == m["weights"] + m["optimizer"] + max(m["activations"] + m["logits"], m["grads"] + m["step_temp"])
+    assert m["total"] == m["weights"] + m["optimizer"] + max(
+        m["activations"] + m["logits"], m["grads"] + m["step_temp"]
+    )
 
 
 def test_fit_planner_boundaries_and_order():
-    cfg = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, head_dim=64, vocab_size=32000, tie_word_embeddings=True)
-    rows = mem.fit_plan(cfg, [mem.parse_variant(n, dtype="bf16") for n in ("baseline", "ckpt", "qlora+ckpt")],
-                        [24, 80], [2048], reserve_gb=1.0)
+    cfg = dict(
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        vocab_size=32000,
+        tie_word_embeddings=True,
+    )
+    rows = mem.fit_plan(
+        cfg,
+        [mem.parse_variant(n, dtype="bf16") for n in ("baseline", "ckpt", "qlora+ckpt")],
+        [24, 80],
+        [2048],
+        reserve_gb=1.0,
+    )
     got = {(r["variant"], r["budget_gb"]): r["batch@2048"] for r in rows}
     for (name, gb), b in got.items():
         v = mem.parse_variant(name, dtype="bf16")
@@ -135,7 +169,8 @@ def test_parameter_count_matches_real_models():
     real = sum(p.numel() for p in model.parameters())
     assert mem.parameter_count(cfg)["total"] == real == N_PARAMS
     assert mem.predict_memory(cfg, "baseline", 1, 8)["weights"] == sum(
-        p.numel() * p.element_size() for p in model.parameters())
+        p.numel() * p.element_size() for p in model.parameters()
+    )
 
 
 def test_lora_count_matches_peft():

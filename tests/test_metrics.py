@@ -2,18 +2,21 @@ from collections import Counter
 
 import pytest
 
-from azllm.metrics import (best_variant, morph_alignment, segmentations, token_boundaries, tokenizer_metrics,
-                           word_prefix)
+from azllm.metrics import best_variant, morph_alignment, segmentations, token_boundaries, tokenizer_metrics, word_prefix
 from azllm.text import normalize
 from azllm.tokenizer import Tok, load_tokenizer
-
 from conftest import FIXTURES
 
 
 def char_tok():
     """A character-level tokenizer (id = code point): every character boundary is a token boundary."""
-    return Tok(name="chars", kind="test", vocab_size=0x110000, encode_fn=lambda t: [ord(c) for c in t],
-               decode_fn=lambda ids: "".join(map(chr, ids)))
+    return Tok(
+        name="chars",
+        kind="test",
+        vocab_size=0x110000,
+        encode_fn=lambda t: [ord(c) for c in t],
+        decode_fn=lambda ids: "".join(map(chr, ids)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +75,15 @@ def test_published_gpt2_fertility_on_the_fixture(flores_fixture):
 
 
 @pytest.mark.needs_shared
-@pytest.mark.parametrize("name,spec,lo,hi", [
-    ("gpt2", "tokenizers/gpt2", 4.8, 5.0),
-    ("llama2", "tokenizers/llama2/tokenizer.model", 4.1, 4.3),
-    ("llama3", "tokenizers/llama3.1", 3.3, 3.5),
-    ("xlm-r", "tokenizers/xlm-roberta/tokenizer.json", 1.75, 1.85),
-])
+@pytest.mark.parametrize(
+    "name,spec,lo,hi",
+    [
+        ("gpt2", "tokenizers/gpt2", 4.8, 5.0),
+        ("llama2", "tokenizers/llama2/tokenizer.model", 4.1, 4.3),
+        ("llama3", "tokenizers/llama3.1", 3.3, 3.5),
+        ("xlm-r", "tokenizers/xlm-roberta/tokenizer.json", 1.75, 1.85),
+    ],
+)
 def test_published_flores_fertility(shared, flores, name, spec, lo, hi):
     """The published FLORES-200 azj_Latn numbers (shared/data/README.md) are reproduced."""
     m = tokenizer_metrics(load_tokenizer(shared / spec), flores[0], morph=False)
@@ -121,9 +127,11 @@ def test_morph_alignment_with_character_tokens():
 
 
 def test_best_variant_requires_lossless_round_trip():
-    rows = [{"tokenizer": "a", "eval_set": "f", "vocab_size": 8, "fertility": 1.0, "roundtrip": 0.99},
-            {"tokenizer": "b", "eval_set": "f", "vocab_size": 8, "fertility": 1.5, "roundtrip": 1.0},
-            {"tokenizer": "c", "eval_set": "f", "vocab_size": 16, "fertility": 1.2, "roundtrip": 1.0}]
+    rows = [
+        {"tokenizer": "a", "eval_set": "f", "vocab_size": 8, "fertility": 1.0, "roundtrip": 0.99},
+        {"tokenizer": "b", "eval_set": "f", "vocab_size": 8, "fertility": 1.5, "roundtrip": 1.0},
+        {"tokenizer": "c", "eval_set": "f", "vocab_size": 16, "fertility": 1.2, "roundtrip": 1.0},
+    ]
     assert best_variant(rows, "f", 8)["tokenizer"] == "b"
     assert best_variant(rows, "f")["tokenizer"] == "c"
 
@@ -136,9 +144,19 @@ def test_segmentations_show_pieces():
 def test_affix_comparison_pairs_variants():
     from azllm.metrics import affix_comparison
 
-    row = lambda n, f, r: {"tokenizer": n, "eval_set": "f", "fertility": f, "morph_recall": r,  # noqa: E731
-                           "morph_precision": r / 2}
+    def row(n, f, r):
+        return {"tokenizer": n, "eval_set": "f", "fertility": f, "morph_recall": r, "morph_precision": r / 2}
+
     rows = [row("bpe-8k", 1.5, 0.1), row("bpe-8k-affix", 1.8, 0.5), row("bpe-16k", 1.4, 0.1)]
     out = affix_comparison(rows, "f", ["bpe-8k", "bpe-8k-affix", "bpe-16k"])
-    assert out == [{"variant": "bpe-8k", "fertility": 1.5, "fertility_affix": 1.8, "morph_recall": 0.1,
-                    "morph_recall_affix": 0.5, "morph_precision": 0.05, "morph_precision_affix": 0.25}]
+    assert out == [
+        {
+            "variant": "bpe-8k",
+            "fertility": 1.5,
+            "fertility_affix": 1.8,
+            "morph_recall": 0.1,
+            "morph_recall_affix": 0.5,
+            "morph_precision": 0.05,
+            "morph_precision_affix": 0.25,
+        }
+    ]

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from train_helpers import data  # noqa: F401
 
 from conftest import FIXTURES, TINY_MODEL
-from train_helpers import data  # noqa: F401
 
 warnings.filterwarnings("ignore")
 
@@ -21,8 +21,14 @@ def test_presets_and_config():
 
     assert set(PRESETS) >= {"tiny", "125m", "1b"}
     c = model_config("1b", 128256)
-    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
-            c.intermediate_size, c.tie_word_embeddings) == (2048, 16, 32, 8, 8192, True)
+    assert (
+        c.hidden_size,
+        c.num_hidden_layers,
+        c.num_attention_heads,
+        c.num_key_value_heads,
+        c.intermediate_size,
+        c.tie_word_embeddings,
+    ) == (2048, 16, 32, 8, 8192, True)
     assert c.rope_parameters["rope_theta"] == 500000.0
     from transformers import LlamaForCausalLM
 
@@ -62,8 +68,7 @@ def test_liger_without_cuda_is_reported_not_applied():
     fwd = m.forward
     with pytest.warns(UserWarning, match="NOT applied"):
         r = apply_liger(m, {"rope": True, "fused_linear_cross_entropy": True, "rms_norm": False})
-    assert r == {"requested": ["rope", "fused_linear_cross_entropy"], "applied": [], "available": False,
-                 "reason": why}
+    assert r == {"requested": ["rope", "fused_linear_cross_entropy"], "applied": [], "available": False, "reason": why}
     assert m.forward == fwd  # untouched, and the report says so
     x = torch.randint(0, 300, (1, 8))
     assert m.train()(input_ids=x, labels=x).logits is not None  # plain HF forward
@@ -74,6 +79,7 @@ def test_liger_without_cuda_is_reported_not_applied():
 
 
 # ------------------------------------------------------------------------------------------ tokenizer swap
+
 
 @pytest.fixture(scope="module")
 def swap_setup(data, tmp_path_factory):
@@ -94,7 +100,7 @@ def swap_setup(data, tmp_path_factory):
         g = torch.Generator().manual_seed(0)
         for _ in range(30 if tied else 0):  # 30 steps: mean init ~0.5 nats better; 0.3 asserted
             ix = torch.randint(len(ids) - 65, (8,), generator=g)
-            x = torch.from_numpy(np.stack([ids[i:i + 64] for i in ix.tolist()]))
+            x = torch.from_numpy(np.stack([ids[i : i + 64] for i in ix.tolist()]))
             m(input_ids=x, labels=x).loss.backward()
             opt.step()
             opt.zero_grad()
@@ -168,12 +174,16 @@ def test_lora_after_a_tokenizer_swap_trains_the_new_rows(swap_setup, method):
     """The model assembly makes a swapped vocabulary trainable under LoRA/QLoRA by default, and says how."""
     from azllm.assemble import assemble_model
     from azllm.config import load_params
-    from azllm.recipes.train import model_spec
     from azllm.lora import embedding_rows, make_optimizer
+    from azllm.recipes.train import model_spec
 
     s = swap_setup
-    cfg = load_params(None, overrides={"model": {"base": str(s["bases"][True]), "base_tokenizer": s["base_tok"].path,
-                                                 "config": TINY_MODEL}})
+    cfg = load_params(
+        None,
+        overrides={
+            "model": {"base": str(s["bases"][True]), "base_tokenizer": s["base_tok"].path, "config": TINY_MODEL}
+        },
+    )
     model, info = assemble_model(model_spec(cfg, method), s["new_tok"])
     assert info["new_rows"] == f"{s['new_tok'].vocab_size} new rows: full" and "tokenizer swapped" in info["source"]
     before, _ = embedding_rows(model)

@@ -23,8 +23,13 @@ TOL = 1e-5
 def parity(tmp_path_factory):
     out = tmp_path_factory.mktemp("liger") / "parity.json"
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    p = subprocess.run([sys.executable, str(REPO / "tests" / "liger_parity.py"), str(out)], env=env,
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "liger_parity.py"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(out.read_text())
 
@@ -58,9 +63,11 @@ def test_rms_norm_and_swiglu_when_the_interpreter_can(parity, kernel):
     if r["error"] is not None:
         known = "'float' object has no attribute 'to'" in r["error"]
         assert known, f"unexpected failure of Liger's {kernel} under the interpreter: {r['error']}"
-        pytest.skip(f"Triton's CPU interpreter cannot run Liger's {kernel} kernel: it passes float kernel "
-                    f"arguments as Python floats, and the kernel calls .to() on one "
-                    f"(`{r['kernel_line']}` -> {r['error']}). Compiled Triton on CUDA accepts it.")
+        pytest.skip(
+            f"Triton's CPU interpreter cannot run Liger's {kernel} kernel: it passes float kernel "
+            f"arguments as Python floats, and the kernel calls .to() on one "
+            f"(`{r['kernel_line']}` -> {r['error']}). Compiled Triton on CUDA accepts it."
+        )
     _check(r)
     if kernel == "swiglu":
         assert r["mlp_name"] == "LigerSwiGLUMLP"

@@ -3,17 +3,20 @@ import pytest
 from azllm.morph import SUFFIXES, presplit, segment, suffix_boundaries
 
 
-@pytest.mark.parametrize("word,expected", [
-    ("evlərimizdən", ["ev", "lər", "imiz", "dən"]),
-    ("kitablar", ["kitab", "lar"]),
-    ("uşaqlarımızın", ["uşaq", "lar", "ımız", "ın"]),
-    ("Respublikasının", ["Respublika", "sı", "nın"]),
-    ("məktəbə", ["məktəb", "ə"]),
-    ("gəldik", ["gəl", "dik"]),
-    ("gələcək", ["gəl", "əcək"]),
-    ("Bakıda", ["Bakı", "da"]),
-    ("universitetlərin", ["universitet", "lər", "in"]),
-])
+@pytest.mark.parametrize(
+    "word,expected",
+    [
+        ("evlərimizdən", ["ev", "lər", "imiz", "dən"]),
+        ("kitablar", ["kitab", "lar"]),
+        ("uşaqlarımızın", ["uşaq", "lar", "ımız", "ın"]),
+        ("Respublikasının", ["Respublika", "sı", "nın"]),
+        ("məktəbə", ["məktəb", "ə"]),
+        ("gəldik", ["gəl", "dik"]),
+        ("gələcək", ["gəl", "əcək"]),
+        ("Bakıda", ["Bakı", "da"]),
+        ("universitetlərin", ["universitet", "lər", "in"]),
+    ],
+)
 def test_segment_real_words(word, expected):
     assert segment(word) == expected
 
@@ -41,27 +44,30 @@ def test_inventory_forms_respect_internal_harmony():
     assert "ləra" not in forms and "əcaq" not in forms
 
 
-@pytest.mark.parametrize("word,expected", [
-    # future and participle before a vowel: -acağ/-əcəy, -dığ/-diy (q, k -> ğ, y)
-    ("ağlayacağam", ["ağla", "yacağ", "am"]),
-    ("gələcəyəm", ["gəl", "əcəy", "əm"]),
-    ("olduğunu", ["ol", "duğ", "u", "nu"]),
-    ("birliyi", ["bir", "liy", "i"]),
-    ("almağa", ["al", "mağ", "a"]),
-    # present tense after a vowel-final stem
-    ("ağlayır", ["ağla", "yır"]),
-    # a bare vowel before the copula
-    ("kitabıdır", ["kitab", "ı", "dır"]),
-    ("evlərədir", ["ev", "lər", "ə", "dir"]),
-    # 1st-person possessive + dative, not negation
-    ("alətlərimə", ["alət", "lər", "im", "ə"]),
-    # the n-buffered locative only after a possessive
-    ("evində", ["ev", "i", "ndə"]),
-    # accusative after a vowel is -nı, so a y before -i is the stem's k (bəbək -> bəbəyi)
-    ("bəbəyi", ["bəbəy", "i"]),
-    # instrumental -la/-lə after a consonant only: this is the dative of avtomobil
-    ("avtomobilə", ["avtomobil", "ə"]),
-])
+@pytest.mark.parametrize(
+    "word,expected",
+    [
+        # future and participle before a vowel: -acağ/-əcəy, -dığ/-diy (q, k -> ğ, y)
+        ("ağlayacağam", ["ağla", "yacağ", "am"]),
+        ("gələcəyəm", ["gəl", "əcəy", "əm"]),
+        ("olduğunu", ["ol", "duğ", "u", "nu"]),
+        ("birliyi", ["bir", "liy", "i"]),
+        ("almağa", ["al", "mağ", "a"]),
+        # present tense after a vowel-final stem
+        ("ağlayır", ["ağla", "yır"]),
+        # a bare vowel before the copula
+        ("kitabıdır", ["kitab", "ı", "dır"]),
+        ("evlərədir", ["ev", "lər", "ə", "dir"]),
+        # 1st-person possessive + dative, not negation
+        ("alətlərimə", ["alət", "lər", "im", "ə"]),
+        # the n-buffered locative only after a possessive
+        ("evində", ["ev", "i", "ndə"]),
+        # accusative after a vowel is -nı, so a y before -i is the stem's k (bəbək -> bəbəyi)
+        ("bəbəyi", ["bəbəy", "i"]),
+        # instrumental -la/-lə after a consonant only: this is the dative of avtomobil
+        ("avtomobilə", ["avtomobil", "ə"]),
+    ],
+)
 def test_segment_inflection_the_lexicons_showed_missing(word, expected):
     assert segment(word) == expected
 

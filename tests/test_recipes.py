@@ -6,7 +6,6 @@ import pytest
 
 from azllm import recipes
 from azllm.config import ParamsError
-
 from conftest import REPO
 
 
@@ -21,5 +20,5 @@ def test_setup_routes_library_warnings_to_the_log(tmp_path, monkeypatch):
     log = tmp_path / "run.log"
     monkeypatch.setenv("AZLLM_LOG", str(log))
     recipes.setup(REPO / "params/tiny.yaml")
-    warnings.warn("a library warning")
+    warnings.warn("a library warning", stacklevel=1)
     assert "a library warning" in log.read_text()

@@ -3,7 +3,6 @@ the GPU run's params and its CPU dry run."""
 
 from azllm.config import load_params
 from azllm.recipes import benchmark
-
 from conftest import REPO
 
 
@@ -37,14 +36,20 @@ def test_the_overhead_benchmark_takes_a_pretrained_base(tmp_path, monkeypatch):
     Azerbaijani text encoded with it), fresh processes; the load average is recorded."""
     import json
 
-    from conftest import FIXTURES
     from sft_helpers import make_base
+
+    from conftest import FIXTURES
 
     base = make_base(tmp_path / "base")
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
-    cfg = load_params(REPO / "params/tiny.yaml", overrides={
-        "data": {"root": str(FIXTURES)}, "train": {"batch_size": 2, "block_size": 32},
-        "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}}})
+    cfg = load_params(
+        REPO / "params/tiny.yaml",
+        overrides={
+            "data": {"root": str(FIXTURES)},
+            "train": {"batch_size": 2, "block_size": 32},
+            "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}},
+        },
+    )
     res = benchmark.overhead_benchmark(cfg, rounds=1, steps=6, base=str(base), method="lora")
     (row,) = res["rows"]
     assert row["bare"] > 0 and row["trainer"] > 0 and res["method"] == "lora" and res["base"] == str(base)

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from eval_helpers import REPO, eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
 
 from azllm.config import load_params
-
 from conftest import FIXTURES
-from eval_helpers import REPO, eval_tokenizer_dir, hf_tok, tiny_folder  # noqa: F401
 
 
 @pytest.mark.slow  # shares notebook 05's run (eval_helpers.adapt_report)
@@ -21,8 +20,16 @@ def test_notebook_06_scores_every_way_before_and_after(adapt_report):
     e = m["metrics"]["evaluate"]
     runs = {(r["way"], r["method"]) for r in e["ranking"]}
     assert runs == {(w, me) for w in ("keep", "extend", "swap") for me in ("full", "lora")}
-    tasks = {"sib200_az", "sib200_en", "tumlu_az", "mmlu_en", "flores_en_az", "flores_az_en", "sib200_az_probe",
-             "sib200_en_probe"}
+    tasks = {
+        "sib200_az",
+        "sib200_en",
+        "tumlu_az",
+        "mmlu_en",
+        "flores_en_az",
+        "flores_az_en",
+        "sib200_az_probe",
+        "sib200_en_probe",
+    }
     assert tasks <= set(e["base"]["tasks"])
     for name in tasks:
         t = e["base"]["tasks"][name]
@@ -43,9 +50,24 @@ def test_azllm_eval_scores_an_export_and_a_checkpoint(adapt_report, tmp_path):
     _, m, art = adapt_report
     env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)}
     export = art / "adapt" / "extend-lora-export"
-    out = subprocess.run([sys.executable, "-m", "azllm", "eval", "params/tiny.yaml", "--model", str(export),
-                          "--out", str(tmp_path / "ev")], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "azllm",
+            "eval",
+            "params/tiny.yaml",
+            "--model",
+            str(export),
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(Path(out.stdout.strip().splitlines()[-1]).read_text())
     assert res["model"]["kind"] == "folder" and res["lm_eval"].startswith("0.4")
@@ -62,8 +84,9 @@ def test_azllm_eval_scores_an_export_and_a_checkpoint(adapt_report, tmp_path):
     assert not (ck / "tokenizer.json").exists()  # the tokenizer comes from the run's azllm_run.json
     os.environ["AZLLM_DATA_ROOT"] = str(FIXTURES)
     try:
-        assert main(["eval", "params/tiny.yaml", "--model", str(ck), "--limit", "3", "--out",
-                     str(tmp_path / "ck")]) == 0
+        assert (
+            main(["eval", "params/tiny.yaml", "--model", str(ck), "--limit", "3", "--out", str(tmp_path / "ck")]) == 0
+        )
     finally:
         os.environ.pop("AZLLM_DATA_ROOT", None)
     res = json.loads((tmp_path / "ck" / "results.json").read_text())
@@ -91,8 +114,14 @@ def test_gpu_eval_params_keep_the_hub_path_and_tasks():
 
     cfg = load_params(REPO / "params/gpu_eval.yaml")
     assert cfg.adapt.base == "meta-llama/Llama-3.2-1B" and cfg.notebooks == ["05_adapt", "06_evaluate"]
-    assert set(hub_tasks(cfg)) == {"belebele_azj_Latn", "include_base_44_azerbaijani",
-                                   "global_piqa_nonparallel_cloze_azj_latn", "mmlu", "hellaswag", "arc_easy"}
+    assert set(hub_tasks(cfg)) == {
+        "belebele_azj_Latn",
+        "include_base_44_azerbaijani",
+        "global_piqa_nonparallel_cloze_azj_latn",
+        "mmlu",
+        "hellaswag",
+        "arc_easy",
+    }
     assert cfg.evaluate.az_headline == "sib200_az" and cfg.evaluate.en_headline == "mmlu_en"
 
 
@@ -112,8 +141,15 @@ def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
 
 
 def _row(way, task, delta, se, verdict, language="az"):
-    return {"way": way, "method": "lora", "task": task, "language": language, "delta": delta, "delta_se": se,
-            "verdict": verdict}
+    return {
+        "way": way,
+        "method": "lora",
+        "task": task,
+        "language": language,
+        "delta": delta,
+        "delta_se": se,
+        "verdict": verdict,
+    }
 
 
 def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
@@ -121,17 +157,32 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     from azllm.tables import moved_sentence
 
     cfg = load_params(None)
-    at_chance = {"tasks": {"sib200_az": {"value": 0.16, "stderr": 0.05, "chance": 1 / 7},
-                           "sib200_az_probe": {"value": 0.9, "stderr": 0.01, "chance": 0.25}}}
+    at_chance = {
+        "tasks": {
+            "sib200_az": {"value": 0.16, "stderr": 0.05, "chance": 1 / 7},
+            "sib200_az_probe": {"value": 0.9, "stderr": 0.01, "chance": 0.25},
+        }
+    }
     real = {"tasks": {"sib200_en": {"value": 0.53, "stderr": 0.07, "chance": 1 / 7}}}
     assert base_at_chance(cfg, at_chance) and not base_at_chance(cfg, real)  # the probe is not a chance task
     assert not base_at_chance(cfg, {"tasks": {}})
     curves = {"eval": {"flores": [{"step": 0, "bpb": 3.0}, {"step": 40, "bpb": 2.5}, {"step": 50, "bpb": 2.45}]}}
-    runs = [{"way": w, "method": "lora", "steps": 50, "az_set": "flores", "curves": curves,
-             "throughput": {"tokens_per_step": 1024}} for w in ("keep", "extend")]
-    rows = [_row("keep", "sib200_az", 0.02, 0.04, "within noise"), _row("extend", "sib200_az", -0.01, 0.04,
-                                                                         "within noise"),
-            _row("extend", "sib200_en", -0.2, 0.05, "loss", "en")]
+    runs = [
+        {
+            "way": w,
+            "method": "lora",
+            "steps": 50,
+            "az_set": "flores",
+            "curves": curves,
+            "throughput": {"tokens_per_step": 1024},
+        }
+        for w in ("keep", "extend")
+    ]
+    rows = [
+        _row("keep", "sib200_az", 0.02, 0.04, "within noise"),
+        _row("extend", "sib200_az", -0.01, 0.04, "within noise"),
+        _row("extend", "sib200_en", -0.2, 0.05, "loss", "en"),
+    ]
     m = moved(cfg, real, rows, runs)
     assert m["az"] == [] and [r["task"] for r in m["en"]] == ["sib200_en"] and not m["base_at_chance"]
     (t,) = m["to_signal"]  # only the change that points up

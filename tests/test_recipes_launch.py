@@ -13,25 +13,27 @@ import os
 import socket
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
+from train_helpers import simulated_sagemaker_job
 
-from azllm.recipes import launch as L
 from azllm import memory as mem
 from azllm.cli import main
 from azllm.config import ParamsError, load_params
 from azllm.model import model_config
-from train_helpers import simulated_sagemaker_job
+from azllm.recipes import launch as L
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = REPO / "params" / "sagemaker.yaml"
 FAKE_TOKEN = "hf_FakeTokenForTheLaunchTest0123456789"
-NO_SDK = ("the azllm[sagemaker] extra is not installed (`make venv` installs requirements-sagemaker.lock with "
-          "--no-deps; it is kept out of requirements.lock because sagemaker-core needs "
-          "protobuf<7, the pinned sentencepiece protobuf>=7.36.1)")
+NO_SDK = (
+    "the azllm[sagemaker] extra is not installed (`make venv` installs requirements-sagemaker.lock with "
+    "--no-deps; it is kept out of requirements.lock because sagemaker-core needs "
+    "protobuf<7, the pinned sentencepiece protobuf>=7.36.1)"
+)
 
 
 @pytest.fixture
@@ -51,6 +53,7 @@ def no_aws(monkeypatch, tmp_path):
         def f(*a, **k):
             calls.append((what, a[1:2] if what == "connect" else a[:1]))
             raise OSError(f"no network in this test: {what}")
+
         return f
 
     monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
@@ -75,8 +78,12 @@ def test_trainer_built_from_params_with_the_real_sdk_and_no_aws_call(sdk, no_aws
 
     assert isinstance(trainer, sdk.ModelTrainer)
     c = trainer.compute
-    assert (c.instance_type, c.instance_count, c.volume_size_in_gb, c.enable_managed_spot_training) == \
-        ("ml.p4d.24xlarge", 1, 200, True)
+    assert (c.instance_type, c.instance_count, c.volume_size_in_gb, c.enable_managed_spot_training) == (
+        "ml.p4d.24xlarge",
+        1,
+        200,
+        True,
+    )
     s = trainer.stopping_condition
     assert (s.max_runtime_in_seconds, s.max_wait_time_in_seconds) == (12 * 3600, 24 * 3600)
     assert trainer.checkpoint_config.s3_uri == "s3://YOUR-BUCKET/azllm/sagemaker/checkpoints"
@@ -87,8 +94,12 @@ def test_trainer_built_from_params_with_the_real_sdk_and_no_aws_call(sdk, no_aws
     assert trainer.output_data_config.s3_output_path == "s3://YOUR-BUCKET/azllm/sagemaker/output"
     assert trainer.training_image == "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-gpu-py313"
     assert trainer.role == cfg.launch.role and trainer.base_job_name == "azllm-sagemaker"
-    assert trainer.environment == {"NCCL_DEBUG": "WARN", "TOKENIZERS_PARALLELISM": "false",
-                                   "AZLLM_CHECKPOINT_DIR": "/opt/ml/checkpoints", "HF_TOKEN": FAKE_TOKEN}
+    assert trainer.environment == {
+        "NCCL_DEBUG": "WARN",
+        "TOKENIZERS_PARALLELISM": "false",
+        "AZLLM_CHECKPOINT_DIR": "/opt/ml/checkpoints",
+        "HF_TOKEN": FAKE_TOKEN,
+    }
     assert secrets == {"HF_TOKEN": FAKE_TOKEN}
     assert trainer.hyperparameters == {"params": "params.yaml", "run_name": "sagemaker", "params_hash": cfg.hash()}
     sc = trainer.source_code
@@ -103,8 +114,13 @@ def test_the_staged_code_folder_runs_azllm_train_on_the_params_file(tmp_path):
     entry = (src / "azllm_train.py").read_text()
     assert "COMMAND = 'train'" in entry and "main([COMMAND, args.params])" in entry
     # the entry's own folder comes first on sys.path: the staged package is the one imported
-    p = subprocess.run([sys.executable, "-c", "import azllm; print(azllm.__file__)"], cwd=src, capture_output=True,
-                       text=True, check=True)
+    p = subprocess.run(
+        [sys.executable, "-c", "import azllm; print(azllm.__file__)"],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(p.stdout.strip()).resolve() == (src / "azllm" / "__init__.py").resolve()
 
 
@@ -114,11 +130,18 @@ def test_dry_run_prints_the_cost_and_never_records_the_token(sdk, no_aws, tmp_pa
     out = capsys.readouterr().out
     cfg = load_params(PARAMS)
     est = L.estimate(cfg)
-    cost = mem.job_cost(tokens=3815 * 4 * 4 * 2048 * 8, tokens_per_s=12000 * 8, instances=1, price_per_hour=37.69,
-                        spot_price_per_hour=11.31, checkpoint_bytes=est["checkpoint_bytes"], keep_checkpoints=2,
-                        storage_price_gb_month=0.023)
+    cost = mem.job_cost(
+        tokens=3815 * 4 * 4 * 2048 * 8,
+        tokens_per_s=12000 * 8,
+        instances=1,
+        price_per_hour=37.69,
+        spot_price_per_hour=11.31,
+        checkpoint_bytes=est["checkpoint_bytes"],
+        keep_checkpoints=2,
+        storage_price_gb_month=0.023,
+    )
     assert est["hours"] == cost["hours"] and est["spot"] == cost["spot"]
-    print(out[:out.index("{")])  # the cost lines, shown with -s
+    print(out[: out.index("{")])  # the cost lines, shown with -s
     assert f"on-demand    ${cost['on_demand']:,.2f}" in out and f"spot         ${cost['spot']:,.2f}" in out
     assert "1,000,079,360 = 3815 steps x 262,144 tokens" in out and f"{cost['hours']:.2f} h" in out
     assert FAKE_TOKEN not in out
@@ -134,8 +157,9 @@ def test_dry_run_prints_the_cost_and_never_records_the_token(sdk, no_aws, tmp_pa
 
 
 def test_on_demand_job_with_a_token_files_channel(sdk, no_aws, tmp_path):
-    cfg = load_params(PARAMS, overrides={"launch": {"spot": False, "tokens_s3_uri": "s3://b/tokens",
-                                                    "forward_env": []}})
+    cfg = load_params(
+        PARAMS, overrides={"launch": {"spot": False, "tokens_s3_uri": "s3://b/tokens", "forward_env": []}}
+    )
     trainer, secrets = L.build_trainer(cfg, L.stage_source(PARAMS, tmp_path / "source"), offline=True)
     assert no_aws == [] and secrets == {} and "HF_TOKEN" not in trainer.environment
     assert trainer.compute.enable_managed_spot_training is False
@@ -171,12 +195,15 @@ def test_a_real_launch_refuses_placeholders_before_any_aws_call(no_aws):
     assert no_aws == []
 
 
-@pytest.mark.parametrize("launch, msg", [
-    ({"role": None}, "launch.role"),
-    ({"data_s3_uri": "/data/az"}, "launch.data_s3_uri: an s3:// URI"),
-    ({"max_run_hours": 30.0}, "max_wait_hours .* at least"),
-    ({"region": "eu-west-1"}, "launch.image is in us-east-1"),
-])
+@pytest.mark.parametrize(
+    "launch, msg",
+    [
+        ({"role": None}, "launch.role"),
+        ({"data_s3_uri": "/data/az"}, "launch.data_s3_uri: an s3:// URI"),
+        ({"max_run_hours": 30.0}, "max_wait_hours .* at least"),
+        ({"region": "eu-west-1"}, "launch.image is in us-east-1"),
+    ],
+)
 def test_launch_params_that_sagemaker_would_refuse(no_aws, tmp_path, launch, msg):
     p = yaml.safe_load(PARAMS.read_text())
     p["launch"].update(launch)
@@ -194,8 +221,14 @@ def test_secrets_in_the_launch_environment_are_refused(env):
 def test_the_default_image_is_what_the_sdk_gives_for_pytorch_training(sdk, no_aws):
     from sagemaker.core import image_uris
 
-    uri = image_uris.retrieve(framework="pytorch", region="us-east-1", version="2.10.0", py_version="py313",
-                              instance_type="ml.p4d.24xlarge", image_scope="training")
+    uri = image_uris.retrieve(
+        framework="pytorch",
+        region="us-east-1",
+        version="2.10.0",
+        py_version="py313",
+        instance_type="ml.p4d.24xlarge",
+        image_scope="training",
+    )
     assert uri == load_params(None).launch.image == load_params(PARAMS).launch.image
     assert no_aws == []
 
@@ -205,9 +238,19 @@ def test_the_cost_printed_before_a_launch_is_job_cost_of_the_job_launched():
     est = L.estimate(cfg)
     n = est["checkpoint_bytes"]
     assert n == 12 * mem.parameter_count(model_config("1b", 32000))["total"]  # fp32 weights + two AdamW states
-    assert est == {**est, **mem.job_cost(tokens=1_000_079_360, tokens_per_s=96_000, instances=1, price_per_hour=37.69,
-                                         spot_price_per_hour=11.31, checkpoint_bytes=n, keep_checkpoints=2,
-                                         storage_price_gb_month=0.023)}
+    assert est == {
+        **est,
+        **mem.job_cost(
+            tokens=1_000_079_360,
+            tokens_per_s=96_000,
+            instances=1,
+            price_per_hour=37.69,
+            spot_price_per_hour=11.31,
+            checkpoint_bytes=n,
+            keep_checkpoints=2,
+            storage_price_gb_month=0.023,
+        ),
+    }
     text = L.cost_lines(est, spot=True, max_run_hours=2.0)
     assert "$32.73 (spot, this job) vs $109.07 (on-demand)" in text and "WARNING" in text  # 2.89 h > 2 h
     none = L.estimate(load_params(PARAMS, overrides={"benchmark": {"job": {"tokens_per_s": None}}}))
@@ -233,8 +276,14 @@ def test_the_staged_entry_trains_under_a_simulated_sagemaker_job(tmp_path):
     env = simulated_sagemaker_job(tmp_path, tmp_path / "p.yaml", max_steps=4, every=2)
     src = L.stage_source(tmp_path / "p.yaml", tmp_path / "code")
     # what the SDK's torchrun driver runs: the entry script with the hyperparameters as --key value
-    p = subprocess.run([sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm",
-                        "--params_hash", "0123"], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm", "--params_hash", "0123"],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 4
     assert (tmp_path / "model" / "adapter_model.safetensors").is_file()
@@ -254,15 +303,26 @@ def test_the_sft_job_dry_run_prints_the_job_and_its_cost_with_no_network(sdk, no
     out = capsys.readouterr().out
     cfg = load_params(SFT_PARAMS)
     assert (cfg.launch.command, cfg.sft.base, cfg.sft.method, cfg.sft.optimizer) == (
-        "sft", "meta-llama/Llama-3.2-1B", "qlora", "paged_adamw_8bit")
+        "sft",
+        "meta-llama/Llama-3.2-1B",
+        "qlora",
+        "paged_adamw_8bit",
+    )
     q, lo = cfg.model.quant, cfg.model.lora
     assert (q.bits, q.quant_type, q.double_quant, q.compute_dtype) == (4, "nf4", True, "bf16")
     assert (lo.r, lo.alpha, lo.use_rslora, len(lo.target_modules)) == (16, 32, True, 7)
     est = L.estimate(cfg)
     assert est["tokens"] == 270 * 4 * 4 * 1024 and est["keep_checkpoints"] == 1 and est["checkpoint_bytes"] > 0
-    cost = mem.job_cost(tokens=est["tokens"], tokens_per_s=2500, instances=1, price_per_hour=1.515,
-                        spot_price_per_hour=0.55, checkpoint_bytes=est["checkpoint_bytes"], keep_checkpoints=1,
-                        storage_price_gb_month=0.023)
+    cost = mem.job_cost(
+        tokens=est["tokens"],
+        tokens_per_s=2500,
+        instances=1,
+        price_per_hour=1.515,
+        spot_price_per_hour=0.55,
+        checkpoint_bytes=est["checkpoint_bytes"],
+        keep_checkpoints=1,
+        storage_price_gb_month=0.023,
+    )
     assert f"spot         ${cost['spot']:,.2f}" in out and "4,423,680 = 270 steps x 16,384 tokens" in out
     assert "at most this many tokens" in out and FAKE_TOKEN not in out
     record = json.loads((tmp_path / "artifacts" / "sft-sagemaker" / "launch" / "job.json").read_text())

@@ -10,8 +10,22 @@ def test_every_folder_is_under_the_run_artifacts(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path))
     p = Paths(load_params(None, overrides={"run_name": "r"}))
     assert p.artifacts == tmp_path / "r"
-    for f in (p.corpus_root, p.corpus("k"), p.tokenizer, p.tokenizers, p.recipe_step(1), p.tokens, p.dev_tokens("x"),
-              p.encoder_bench, p.run("lora", "k"), p.bench, p.methods_bench, p.overhead_bench, p.adapt, p.launch):
+    for f in (
+        p.corpus_root,
+        p.corpus("k"),
+        p.tokenizer,
+        p.tokenizers,
+        p.recipe_step(1),
+        p.tokens,
+        p.dev_tokens("x"),
+        p.encoder_bench,
+        p.run("lora", "k"),
+        p.bench,
+        p.methods_bench,
+        p.overhead_bench,
+        p.adapt,
+        p.launch,
+    ):
         assert f.is_relative_to(p.artifacts), f
     assert p.report("reports") == Path("reports") / "r"
 

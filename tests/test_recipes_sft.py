@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from sft_helpers import tiny_base  # noqa: F401  (fixture)
 
 from azllm.config import load_params
 from azllm.recipes import sft
 from conftest import FIXTURES
-from sft_helpers import tiny_base  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,10 +22,29 @@ REPO = Path(__file__).resolve().parent.parent
 def params(base, art: Path, **s):
     """A tiny SFT config on the fixture data root, artifacts under ``art``."""
     os.environ["AZLLM_ARTIFACTS"] = str(art)
-    sect = {"base": str(base), "holdout_size": 5, "max_length": 256, "max_steps": 4, "eval_steps": 2, "batch_size": 2,
-            "logging_steps": 1, "untimed_steps": 1, "lr": 3e-3, "warmup_steps": 1, "max_new_tokens": 8, **s}
-    return load_params(None, overrides={"run_name": "sft-t", "data": {"root": str(FIXTURES)},
-                                        "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}}, "sft": sect})
+    sect = {
+        "base": str(base),
+        "holdout_size": 5,
+        "max_length": 256,
+        "max_steps": 4,
+        "eval_steps": 2,
+        "batch_size": 2,
+        "logging_steps": 1,
+        "untimed_steps": 1,
+        "lr": 3e-3,
+        "warmup_steps": 1,
+        "max_new_tokens": 8,
+        **s,
+    }
+    return load_params(
+        None,
+        overrides={
+            "run_name": "sft-t",
+            "data": {"root": str(FIXTURES)},
+            "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}},
+            "sft": sect,
+        },
+    )
 
 
 def _jsonl(path, records):
@@ -38,15 +57,26 @@ def test_the_data_table_counts_every_step(tiny_base, tmp_path):
     d = sft.sft_data(cfg, tok)
     c = d["counts"]
     assert c["read"] == 70 and c["sources"]["native"]["origin"] == "native" and c["held_out_drawn"] == 5
-    assert c["placeholder_inputs"] == sum('"input": "Yox"' in line for line in (
-        FIXTURES / "data/az/sft/alpaca_az_mt.jsonl").read_text().splitlines()) > 0
+    assert (
+        c["placeholder_inputs"]
+        == sum(
+            '"input": "Yox"' in line for line in (FIXTURES / "data/az/sft/alpaca_az_mt.jsonl").read_text().splitlines()
+        )
+        > 0
+    )
     assert c["held_out"] == len(d["held_out"]) == 5 - c["length_held_out"]["dropped_long"]
     assert all(x["source"] == "native" for x in d["held_out"]) and {"flores", "xwmt", "tumlu"} <= set(
-        c["decontaminated"])
+        c["decontaminated"]
+    )
     rows = {r["step"]: r["conversations"] for r in sft.data_rows(c)}
     assert rows["read"] >= rows["cleaned"] >= rows["deduplicated"] and rows["train"] == len(d["train"])
-    assert rows["deduplicated"] - rows["held out"] - sum(
-        v for k, v in c["decontaminated"].items() if k != "examples") - c["length"]["dropped_long"] == rows["train"]
+    assert (
+        rows["deduplicated"]
+        - rows["held out"]
+        - sum(v for k, v in c["decontaminated"].items() if k != "examples")
+        - c["length"]["dropped_long"]
+        == rows["train"]
+    )
     assert c["length"]["too_long"] > 0  # max_length 256 with a 512-piece tokenizer: some conversations are longer
     assert not {x["id"] for x in d["train"]} & {x["id"] for x in d["held_out"]}
     assert d["key"] == sft.sft_data(cfg, tok)["key"]  # the same data, the same key
@@ -56,19 +86,38 @@ def test_a_separate_test_file_is_scored_and_never_trained_on(tiny_base, tmp_path
     """``sft.eval_sources``: every conversation of the user's own test set is held out, with ``holdout_size`` 0
     (drawing the whole source was refused: "leaves no training conversation"), and a training conversation that
     repeats a test prompt is decontaminated away."""
-    prompts = ["Xəzər dənizi haqqında bir cümlə yaz.", "Ən uzun çay hansıdır?", "Şahmatda atın gedişini izah et.",
-               "Novruz bayramı nə vaxt qeyd olunur?", "Fotosintez nədir?", "Bir şeir adı de."]
+    prompts = [
+        "Xəzər dənizi haqqında bir cümlə yaz.",
+        "Ən uzun çay hansıdır?",
+        "Şahmatda atın gedişini izah et.",
+        "Novruz bayramı nə vaxt qeyd olunur?",
+        "Fotosintez nədir?",
+        "Bir şeir adı de.",
+    ]
     test = [{"instruction": p, "output": f"Cavab {i}."} for i, p in enumerate(prompts)]
     _jsonl(tmp_path / "test.jsonl", test)
-    _jsonl(tmp_path / "train.jsonl", [*({"instruction": f"{i} üstəgəl {i} neçədir?", "output": f"{2 * i}."}
-                                        for i in range(20)), test[0]])
+    _jsonl(
+        tmp_path / "train.jsonl",
+        [*({"instruction": f"{i} üstəgəl {i} neçədir?", "output": f"{2 * i}."} for i in range(20)), test[0]],
+    )
     srcs = {"mine": {"path": str(tmp_path / "train.jsonl"), "origin": "native"}}
     with pytest.raises(Exception, match="leaves no training conversation"):  # the old way: hold out a whole source
-        cfg = params(tiny_base, tmp_path / "art", holdout_source="t", holdout_size=6,
-                     sources={**srcs, "t": {"path": str(tmp_path / "test.jsonl")}})
+        cfg = params(
+            tiny_base,
+            tmp_path / "art",
+            holdout_source="t",
+            holdout_size=6,
+            sources={**srcs, "t": {"path": str(tmp_path / "test.jsonl")}},
+        )
         sft.sft_data(cfg, sft.sft_tokenizer(cfg, str(tiny_base))[0])
-    cfg = params(tiny_base, tmp_path / "art", holdout_size=0, holdout_source="mine", sources=srcs,
-                 eval_sources={"test": {"path": str(tmp_path / "test.jsonl"), "origin": "native"}})
+    cfg = params(
+        tiny_base,
+        tmp_path / "art",
+        holdout_size=0,
+        holdout_source="mine",
+        sources=srcs,
+        eval_sources={"test": {"path": str(tmp_path / "test.jsonl"), "origin": "native"}},
+    )
     d = sft.sft_data(cfg, sft.sft_tokenizer(cfg, str(tiny_base))[0])
     assert len(d["held_out"]) == 6 and {c["source"] for c in d["held_out"]} == {"test"}
     assert len(d["train"]) == 20 and d["counts"]["decontaminated"]["held_out"] == 1
@@ -83,15 +132,27 @@ def test_a_separate_test_file_is_scored_and_never_trained_on(tiny_base, tmp_path
 def test_another_jsonl_works_with_no_code_change(fmt, tiny_base, tmp_path):
     """Only the params change: a jsonl of {instruction, response} pairs, or of messages lists, trains end to end."""
     if fmt == "messages":
-        recs = [{"messages": [{"role": "system", "content": "Qısa cavab ver."},
-                              {"role": "user", "content": f"{i} üstəgəl {i} neçədir?"},
-                              {"role": "assistant", "content": f"{2 * i}."}]} for i in range(24)]
+        recs = [
+            {
+                "messages": [
+                    {"role": "system", "content": "Qısa cavab ver."},
+                    {"role": "user", "content": f"{i} üstəgəl {i} neçədir?"},
+                    {"role": "assistant", "content": f"{2 * i}."},
+                ]
+            }
+            for i in range(24)
+        ]
     else:
-        recs = [{"instruction": f"{i} rəqəmini sözlə yaz, nömrə {i}.", "response": f"Bu, {i} rəqəmidir."}
-                for i in range(24)]
+        recs = [
+            {"instruction": f"{i} rəqəmini sözlə yaz, nömrə {i}.", "response": f"Bu, {i} rəqəmidir."} for i in range(24)
+        ]
     _jsonl(tmp_path / "mine.jsonl", recs)
-    cfg = params(tiny_base, tmp_path / "art", holdout_source="mine",
-                 sources={"mine": {"path": str(tmp_path / "mine.jsonl"), "origin": "native"}})
+    cfg = params(
+        tiny_base,
+        tmp_path / "art",
+        holdout_source="mine",
+        sources={"mine": {"path": str(tmp_path / "mine.jsonl"), "origin": "native"}},
+    )
     r = sft.sft_job({"params": cfg.to_dict(), "base": str(tiny_base), "method": "lora", "max_steps": 4})
     assert r["steps"] == 4 and r["eval_loss"] > 0 and r["chrf++"] is not None
     assert json.loads((Path(r["output_dir"]) / "answers.json").read_text())["rows"][0]["id"].startswith("mine")
@@ -108,24 +169,30 @@ def test_the_export_loads_with_plain_transformers_and_generates_the_same_tokens(
     data = sft.sft_data(cfg, tok)
     r = sft.sft_run(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data, progress=False)
     folder = sft.export_sft(cfg, r, base=str(tiny_base), tokenizer=tok, template=template)
-    assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja",
-            "generation_config.json"} <= {p.name for p in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja", "generation_config.json"} <= {
+        p.name for p in folder.iterdir()
+    }
     assert not (folder / "adapter_config.json").exists()
     plain_tok = AutoTokenizer.from_pretrained(str(folder))
     plain = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
     conv = data["held_out"][0]["messages"]
     assert plain_tok.apply_chat_template(conv, tokenize=False) == tok.apply_chat_template(conv, tokenize=False)
-    prompt = plain_tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_tensors="pt",
-                                           return_dict=True)
-    assert prompt["input_ids"][0].tolist() == tok.apply_chat_template(conv[:-1], add_generation_prompt=True,
-                                                                      return_dict=True)["input_ids"]
+    prompt = plain_tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    assert (
+        prompt["input_ids"][0].tolist()
+        == tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_dict=True)["input_ids"]
+    )
     assert plain.generation_config.eos_token_id[0] == template["end_of_turn_id"]
     with torch.no_grad():
         got = plain.generate(**prompt, max_new_tokens=16, do_sample=False)
         mem = r["model"].eval()
-        want = mem.generate(**prompt, max_new_tokens=16, do_sample=False,
-                            eos_token_id=plain.generation_config.eos_token_id,
-                            pad_token_id=plain.generation_config.pad_token_id)
+        want = mem.generate(
+            **prompt,
+            max_new_tokens=16,
+            do_sample=False,
+            eos_token_id=plain.generation_config.eos_token_id,
+            pad_token_id=plain.generation_config.pad_token_id,
+        )
         diff = (plain(**prompt).logits - mem(**prompt).logits).abs().max()
     assert got.tolist() == want.tolist() and float(diff) < 1e-4
 
@@ -143,16 +210,20 @@ def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(ti
     assert before["chrf++"] is not None and len(before["rows"]) >= 3
     assert sft.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data) == before
     rows = before["rows"][:3]
-    after = {"chrf++": before["chrf++"] + 3.0, "rows": [{**r, "chrf++": r["chrf++"] + d}
-                                                        for r, d in zip(rows, [1.0, 5.0, 3.0])]}
+    after = {
+        "chrf++": before["chrf++"] + 3.0,
+        "rows": [{**r, "chrf++": r["chrf++"] + d} for r, d in zip(rows, [1.0, 5.0, 3.0])],
+    }
     ch = sft.chrf_change(cfg, {**before, "rows": rows}, after)
     assert ch["delta"] == pytest.approx(3.0) and ch["n"] == 3
     assert ch["delta_se"] == pytest.approx(math.sqrt(4.0 / 3)) and ch["verdict"] == "gain"  # 3 > 1.96 * 1.155
 
 
 def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
-    runs = [{"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}
-            for w, m, b in [("keep", "full", 2.1), ("extend", "lora", 1.7), ("swap", "full", 1.9)]]
+    runs = [
+        {"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}
+        for w, m, b in [("keep", "full", 2.1), ("extend", "lora", 1.7), ("swap", "full", 1.9)]
+    ]
     assert sft.best_adapt_run(runs)["way"] == "extend"
     with pytest.raises(ValueError, match="no adaptation run"):
         sft.best_adapt_run([])
@@ -165,8 +236,11 @@ def test_an_unreachable_base_says_what_to_do(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     cfg = params("nobody-here/no-such-model", tmp_path)
-    with pytest.raises(ValueError, match=r"tokenizer of base 'nobody-here/no-such-model'.*offline, set sft.base "
-                                         r"to a local folder"):
+    with pytest.raises(
+        ValueError,
+        match=r"tokenizer of base 'nobody-here/no-such-model'.*offline, set sft.base "
+        r"to a local folder",
+    ):
         sft.sft_tokenizer(cfg, cfg.sft.base)
     with pytest.raises(ValueError, match=r"could not load base model 'nobody-here/no-such-model'"):
         prepare_model(cfg.sft.base, method="lora")
@@ -182,18 +256,45 @@ def test_azllm_sft_runs_as_the_staged_job_under_a_simulated_sagemaker_job(tiny_b
     from azllm.recipes import launch as L
 
     p = tmp_path / "p.yaml"
-    p.write_text(yaml.safe_dump({"run_name": "sm-sft", "launch": {"command": "sft"},
-                                 "model": {"lora": {"r": 4, "alpha": 8}},
-                                 "sft": {"base": str(tiny_base), "holdout_size": 4, "max_length": 256, "max_steps": 4,
-                                         "eval_steps": 2, "batch_size": 2, "max_new_tokens": 4,
-                                         "keep_best": False, "save_total_limit": 1}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "run_name": "sm-sft",
+                "launch": {"command": "sft"},
+                "model": {"lora": {"r": 4, "alpha": 8}},
+                "sft": {
+                    "base": str(tiny_base),
+                    "holdout_size": 4,
+                    "max_length": 256,
+                    "max_steps": 4,
+                    "eval_steps": 2,
+                    "batch_size": 2,
+                    "max_new_tokens": 4,
+                    "keep_best": False,
+                    "save_total_limit": 1,
+                },
+            }
+        )
+    )
     src = L.stage_source(p, tmp_path / "code", command="sft")
-    env = {**os.environ, "SM_MODEL_DIR": str(tmp_path / "model"), "SM_OUTPUT_DATA_DIR": str(tmp_path / "output"),
-           "SM_CHANNEL_DATA": str(FIXTURES), "AZLLM_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
-           "AZLLM_ARTIFACTS": str(tmp_path / "art"), "PYTHONPATH": str(src)}
+    env = {
+        **os.environ,
+        "SM_MODEL_DIR": str(tmp_path / "model"),
+        "SM_OUTPUT_DATA_DIR": str(tmp_path / "output"),
+        "SM_CHANNEL_DATA": str(FIXTURES),
+        "AZLLM_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "AZLLM_ARTIFACTS": str(tmp_path / "art"),
+        "PYTHONPATH": str(src),
+    }
     env.pop("AZLLM_DATA_ROOT", None)
-    proc = subprocess.run([sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm"], cwd=src,
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm"],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 4
     assert (tmp_path / "output" / "answers.json").is_file()
@@ -214,8 +315,14 @@ def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     p = yaml.safe_load((REPO / "params" / "tiny.yaml").read_text())
     p["data"]["root"] = str(FIXTURES)
-    p["sft"].update(base=str(tiny_base), holdout_size=5, max_steps=8, eval_steps=4,
-                    compare=[{"method": "lora", "packing": True}], compare_steps=4)
+    p["sft"].update(
+        base=str(tiny_base),
+        holdout_size=5,
+        max_steps=8,
+        eval_steps=4,
+        compare=[{"method": "lora", "packing": True}],
+        compare_steps=4,
+    )
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(p, allow_unicode=True))
     run_dir, ok = run_notebooks(tmp_path / "p.yaml", reports_dir=tmp_path / "reports", notebooks=["07_sft"])
     assert ok
@@ -224,7 +331,11 @@ def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
     assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] == "on"
     assert len(m["samples"]) == 3 and all(s["reference"] and "before SFT" in s for s in m["samples"])
     ch = m["chrf_before_after"]  # chrF++ of the held-out answers, before -> after, with a paired standard error
-    assert ch["n"] == m["counts"]["held_out"] and ch["verdict"] in ("gain", "loss", "within noise") and ch["delta_se"] is not None
+    assert (
+        ch["n"] == m["counts"]["held_out"]
+        and ch["verdict"] in ("gain", "loss", "within noise")
+        and ch["delta_se"] is not None
+    )
     pair = {r["task"]: r for r in m["tasks_before_after"]}  # the forgetting check: notebook 06's tasks
     assert {"sib200_az", "sib200_en", "mmlu_en", "sib200_az_probe"} <= set(pair)
     assert all(r["verdict"] in ("gain", "loss", "within noise") and r["delta_se"] is not None for r in pair.values())

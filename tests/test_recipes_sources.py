@@ -10,7 +10,6 @@ from nbformat.v4 import new_code_cell, new_notebook
 from azllm.config import load_params
 from azllm.recipes import sources
 from azllm.recipes.paths import Paths
-
 from conftest import FIXTURES, REPO
 
 
@@ -60,9 +59,15 @@ def test_every_page_of_a_sample_run_says_so_first(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb_dir = tmp_path / "nbs"
     nb_dir.mkdir()
-    nb = new_notebook(cells=[new_code_cell('params_file = ""\nout_dir = ""', metadata={"tags": ["parameters"]}),
-                             new_code_cell("from azllm import recipes\nfrom azllm.recipes.paths import Paths\n"
-                                           "print('root', Paths(recipes.load(params_file)).data_root)")])
+    nb = new_notebook(
+        cells=[
+            new_code_cell('params_file = ""\nout_dir = ""', metadata={"tags": ["parameters"]}),
+            new_code_cell(
+                "from azllm import recipes\nfrom azllm.recipes.paths import Paths\n"
+                "print('root', Paths(recipes.load(params_file)).data_root)"
+            ),
+        ]
+    )
     nbformat.write(nb, str(nb_dir / "page.ipynb"))
     params = tmp_path / "p.yaml"
     params.write_text(yaml.safe_dump({"run_name": "s", "notebooks": ["page"]}))
@@ -70,8 +75,8 @@ def test_every_page_of_a_sample_run_says_so_first(tmp_path, monkeypatch):
     assert ok
     for page in ("page.html", "index.html"):
         body = (run_dir / page).read_text()
-        first = body[body.index("<body"):]
-        assert first[first.index(">") + 1:].lstrip().startswith("<p style="), page
+        first = body[body.index("<body") :]
+        assert first[first.index(">") + 1 :].lstrip().startswith("<p style="), page
         assert first.index("SAMPLE DATA") < first.index("</p>"), page
     assert f"root {sources.SAMPLE_ROOT}" in (run_dir / "page.html").read_text()
     meta = json.loads((run_dir / "metrics.json").read_text())["run"]

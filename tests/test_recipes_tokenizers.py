@@ -6,17 +6,26 @@ import pytest
 from azllm.config import load_params
 from azllm.data import DataError
 from azllm.recipes import tokenizers
-
 from conftest import FIXTURES
 
 
 def test_sweep_options_cover_every_combination():
-    cfg = load_params(None, overrides={"seed": 4, "tokenizer": {"sweep": {"vocab_sizes": [100, 200],
-                                                                          "model_types": ["bpe"],
-                                                                          "affix_presplit": [False, True]}}})
+    cfg = load_params(
+        None,
+        overrides={
+            "seed": 4,
+            "tokenizer": {
+                "sweep": {"vocab_sizes": [100, 200], "model_types": ["bpe"], "affix_presplit": [False, True]}
+            },
+        },
+    )
     opts = tokenizers.sweep_options(cfg)
-    assert [(o["vocab_size"], o["affix_presplit"]) for o in opts] == [(100, False), (200, False), (100, True),
-                                                                      (200, True)]
+    assert [(o["vocab_size"], o["affix_presplit"]) for o in opts] == [
+        (100, False),
+        (200, False),
+        (100, True),
+        (200, True),
+    ]
     assert all(o["seed"] == 4 and "sweep" not in o for o in opts)
 
 

@@ -1,9 +1,9 @@
 """The token-file recipe (azllm.recipes.tokens): the run's tokenizer, train/val files and one file per eval set."""
 
+from train_helpers import data  # noqa: F401  (module fixture: prepare_data on the fixture corpus)
+
 from azllm.recipes.paths import Paths
 from azllm.tokens import TokenFile, read_header
-
-from train_helpers import data  # noqa: F401  (module fixture: prepare_data on the fixture corpus)
 
 
 def test_prepare_data_gives_the_tokenizer_and_its_files(data):  # noqa: F811

@@ -4,20 +4,30 @@ finished run returned as it is, a SageMaker job's folders, the launch guard."""
 import warnings
 
 import pytest
+from train_helpers import data  # noqa: F401  (module fixture)
 
 from azllm.config import load_params
 from azllm.recipes.train import distributed_guard, job_config, model_spec, train_model, train_spec
 from azllm.train import run_key
 
-from train_helpers import data  # noqa: F401  (module fixture)
-
 
 def test_model_spec_of_the_params():
-    cfg = load_params(None, overrides={"seed": 3, "model": {"lora": {"r": 4, "target_modules": ["q_proj"]},
-                                                            "liger": {"rope": True}, "new_rows": "full"}})
+    cfg = load_params(
+        None,
+        overrides={
+            "seed": 3,
+            "model": {"lora": {"r": 4, "target_modules": ["q_proj"]}, "liger": {"rope": True}, "new_rows": "full"},
+        },
+    )
     s = model_spec(cfg, "qlora")
     assert (s.method, s.lora_r, s.target_modules, s.liger, s.new_rows, s.seed) == (
-        "qlora", 4, ("q_proj",), ("rope",), "full", 3)
+        "qlora",
+        4,
+        ("q_proj",),
+        ("rope",),
+        "full",
+        3,
+    )
     assert model_spec(cfg).method == "full" and model_spec(cfg, base="/b").base == "/b"
 
 

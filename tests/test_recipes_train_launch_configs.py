@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from azllm.recipes.train import distributed_guard, train_spec
 from azllm.config import load_params
+from azllm.recipes.train import distributed_guard, train_spec
 
 CONFIGS = Path(__file__).resolve().parent.parent / "accelerate"
 
 
-@pytest.mark.parametrize("name,kind,stage", [("fsdp", "FSDP", None), ("deepspeed_zero2", "DEEPSPEED", 2),
-                                             ("deepspeed_zero3", "DEEPSPEED", 3)])
+@pytest.mark.parametrize(
+    "name,kind,stage",
+    [("fsdp", "FSDP", None), ("deepspeed_zero2", "DEEPSPEED", 2), ("deepspeed_zero3", "DEEPSPEED", 3)],
+)
 def test_accelerate_configs_load(name, kind, stage):
     from accelerate.commands.config.config_args import load_config_from_file
 
@@ -44,8 +46,12 @@ def test_liger_flce_under_zero3_is_refused():
 
 PARAMS = sorted((Path(__file__).resolve().parent.parent / "params").glob("*.yaml"))
 # each shipped params file as it is, and one that sets every Trainer-owned value away from the configs' old ones
-CASES = [(p, None) for p in PARAMS] + [(CONFIGS.parent / "params" / "sagemaker.yaml", {"train": {
-    "batch_size": 2, "grad_accum": 8, "grad_clip": 0.5, "precision": "fp32"}})]
+CASES = [(p, None) for p in PARAMS] + [
+    (
+        CONFIGS.parent / "params" / "sagemaker.yaml",
+        {"train": {"batch_size": 2, "grad_accum": 8, "grad_clip": 0.5, "precision": "fp32"}},
+    )
+]
 
 
 def _launch_env(config: Path, params: Path) -> dict[str, str]:
@@ -93,8 +99,9 @@ def test_deepspeed_config_agrees_with_the_trainer(name, params, overrides, monke
         accelerator = types.SimpleNamespace(state=types.SimpleNamespace(deepspeed_plugin=plugin))  # what it reads
         propagate_args_to_deepspeed(accelerator, args)  # Trainer.create_accelerator_and_postprocess
         with torch.device("meta"):  # the run's model shape, without its weights
-            model = azmodel.build_model(azmodel.model_config(cfg.model.preset, cfg.tokenizer.vocab_size,
-                                                             **cfg.model.config))
+            model = azmodel.build_model(
+                azmodel.model_config(cfg.model.preset, cfg.tokenizer.vocab_size, **cfg.model.config)
+            )
         plugin.hf_ds_config.trainer_config_finalize(args, model, T.max_steps)  # deepspeed_init: raises on mismatch
         ds = plugin.hf_ds_config.config
         assert ds["gradient_accumulation_steps"] == T.grad_accum and ds["gradient_clipping"] == T.grad_clip
@@ -119,6 +126,11 @@ def test_deepspeed_prints_nothing_into_the_pages_on_cpu():
     env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
     bare = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert bare.returncode == 0 and "Setting accelerator to CPU" in bare.stdout, bare.stderr[-2000:]
-    routed = subprocess.run([sys.executable, "-c", "from azllm.utils import route_library_output; "
-                             f"route_library_output(); {code}"], capture_output=True, text=True, env=env, timeout=300)
+    routed = subprocess.run(
+        [sys.executable, "-c", f"from azllm.utils import route_library_output; route_library_output(); {code}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert routed.returncode == 0 and routed.stdout == "", routed.stdout + routed.stderr[-2000:]

@@ -1,6 +1,7 @@
 """The notebooks are jupytext py:percent text paired with their .ipynb: the pairs agree, hold no outputs and no
 logic (no functions or classes; short cells of library calls and what they show)."""
 
+import ast
 from pathlib import Path
 
 import jupytext
@@ -38,4 +39,6 @@ def test_notebook_holds_no_logic_and_no_outputs(text):
         assert not c.get("outputs") and c.get("execution_count") is None
         lines = [ln for ln in c.source.splitlines() if ln.strip()]
         assert not any(ln.lstrip().startswith(("def ", "class ", "lambda")) for ln in lines), c.source
-        assert len(lines) <= 14, f"a section of {len(lines)} lines in {text.name}: move the logic into azllm"
+        # statements, not lines: ruff formats a long call one argument per line, which is no more logic
+        n = sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(c.source)))
+        assert n <= 12, f"a section of {n} statements in {text.name}: move the logic into azllm"

@@ -14,8 +14,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_entry_under_a_simulated_sagemaker_job(tmp_path):
     env = simulated_sagemaker_job(tmp_path, tmp_path / "params.yaml", max_steps=6, every=3)
-    p = subprocess.run([sys.executable, "-m", "azllm", "train", str(tmp_path / "params.yaml")], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "azllm", "train", str(tmp_path / "params.yaml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     model = {f.name for f in (tmp_path / "model").iterdir()}
     assert {"adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "sp.model"} <= model
@@ -24,6 +30,12 @@ def test_entry_under_a_simulated_sagemaker_job(tmp_path):
     assert results["steps"] == 6 and results["method"] == "lora"
     assert [c.name for c in (tmp_path / "checkpoints").glob("checkpoint-*")] == ["checkpoint-6"]  # only the last
     assert (tmp_path / "checkpoints" / "checkpoint-6" / "azllm_complete.json").is_file()
-    again = subprocess.run([sys.executable, "-m", "azllm", "train", str(tmp_path / "params.yaml")], env=env,
-                           capture_output=True, text=True, timeout=600, cwd=tmp_path)  # a restarted job
+    again = subprocess.run(
+        [sys.executable, "-m", "azllm", "train", str(tmp_path / "params.yaml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )  # a restarted job
     assert again.returncode == 0 and json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 6

@@ -7,8 +7,14 @@ import json
 import pytest
 
 from azllm.data import resolve_source
-from azllm.sft.data import (SftDataError, check_conversation, detect_format, is_placeholder, read_conversations,
-                            to_conversation)
+from azllm.sft.data import (
+    SftDataError,
+    check_conversation,
+    detect_format,
+    is_placeholder,
+    read_conversations,
+    to_conversation,
+)
 from conftest import FIXTURES
 
 SFT = FIXTURES / "data" / "az" / "sft"
@@ -37,14 +43,17 @@ def test_the_fixture_files_read_as_conversations():
 
 def test_formats_are_detected_and_converted(tmp_path):
     msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, {"role": "assistant", "content": "A"}]
-    cases = {"messages": {"messages": msgs},
-             "prompt_completion": {"prompt": "U", "completion": "A", "system": "S"},
-             "instruction": {"instruction": "U", "input": "", "output": "A", "system": "S"}}
+    cases = {
+        "messages": {"messages": msgs},
+        "prompt_completion": {"prompt": "U", "completion": "A", "system": "S"},
+        "instruction": {"instruction": "U", "input": "", "output": "A", "system": "S"},
+    }
     for fmt, rec in cases.items():
         assert detect_format(rec) == fmt
         assert to_conversation(rec, where="x")["messages"] == msgs
-    conv = to_conversation({"prompt": [{"role": "user", "content": "U"}],
-                            "completion": [{"role": "assistant", "content": "A"}]}, where="x")
+    conv = to_conversation(
+        {"prompt": [{"role": "user", "content": "U"}], "completion": [{"role": "assistant", "content": "A"}]}, where="x"
+    )
     assert conv["messages"] == msgs[1:]
     conv = to_conversation({"instruction": "Tərcümə et", "input": "Salam", "response": "Hello"}, where="x")
     assert conv["messages"][0]["content"] == "Tərcümə et\n\nSalam"
@@ -70,8 +79,10 @@ def test_a_local_dataset_folder_goes_through_the_hub_path(tmp_path):
     """A local folder given as ``hub`` is read by the same ``datasets.load_dataset`` call as a hub id."""
     folder = tmp_path / "my-chat-set"
     folder.mkdir()
-    _jsonl(folder / "train.jsonl", [{"messages": [{"role": "user", "content": "a"},
-                                                   {"role": "assistant", "content": "b"}]}] * 2)
+    _jsonl(
+        folder / "train.jsonl",
+        [{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}] * 2,
+    )
     r = resolve_source({"path": None, "hub": str(folder), "split": "train"}, None)
     convs, counts = read_conversations(r, source="hub")
     assert r.kind == "hub" and counts["read"] == 2 and convs[0]["where"].endswith("[train]#0")
@@ -87,14 +98,26 @@ def test_an_unreachable_hub_dataset_says_what_to_do(monkeypatch):
 
 
 BAD = {
-    "unknown role": ({"messages": [{"role": "human", "content": "a"}, {"role": "assistant", "content": "b"}]},
-                     r"b\.jsonl:2: unknown role 'human' \(turn 0; roles: system, user, assistant\)"),
+    "unknown role": (
+        {"messages": [{"role": "human", "content": "a"}, {"role": "assistant", "content": "b"}]},
+        r"b\.jsonl:2: unknown role 'human' \(turn 0; roles: system, user, assistant\)",
+    ),
     "no assistant turn": ({"messages": [{"role": "user", "content": "a"}]}, r"b\.jsonl:2: no assistant turn"),
-    "ends on a user turn": ({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                                          {"role": "user", "content": "c"}]}, r"b\.jsonl:2: ends on a user turn"),
-    "turn without content": ({"messages": [{"role": "user", "text": "a"}]},
-                             r"b\.jsonl:2: turn 0 of field 'messages' needs 'role' and 'content' \(found: "
-                             r"\['role', 'text'\]\)"),
+    "ends on a user turn": (
+        {
+            "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"},
+            ]
+        },
+        r"b\.jsonl:2: ends on a user turn",
+    ),
+    "turn without content": (
+        {"messages": [{"role": "user", "text": "a"}]},
+        r"b\.jsonl:2: turn 0 of field 'messages' needs 'role' and 'content' \(found: "
+        r"\['role', 'text'\]\)",
+    ),
 }
 
 
@@ -112,11 +135,17 @@ def test_bad_records_stop_with_the_record_named_or_are_dropped_and_counted(tmp_p
 
 def test_a_field_name_not_in_the_data_lists_the_fields_found(tmp_path):
     path = _jsonl(tmp_path / "q.jsonl", [{"question": "a", "answer": "b"}])
-    with pytest.raises(SftDataError, match=r"q\.jsonl:1: record fields \['answer', 'question'\] match no "
-                                           r"instruction format.*`fields` map"):
+    with pytest.raises(
+        SftDataError,
+        match=r"q\.jsonl:1: record fields \['answer', 'question'\] match no "
+        r"instruction format.*`fields` map",
+    ):
         _read(path)
-    with pytest.raises(SftDataError, match=r"q\.jsonl:1: no field 'prompt_text' \(fields found: \['answer', "
-                                           r"'question'\]\)"):
+    with pytest.raises(
+        SftDataError,
+        match=r"q\.jsonl:1: no field 'prompt_text' \(fields found: \['answer', "
+        r"'question'\]\)",
+    ):
         _read(path, fmt="prompt_completion", fields={"prompt": "prompt_text", "completion": "answer"})
     with pytest.raises(SftDataError, match=r"unknown canonical field name\(s\) \['question'\]"):
         _read(path, fields={"question": "q"})
@@ -124,6 +153,7 @@ def test_a_field_name_not_in_the_data_lists_the_fields_found(tmp_path):
 
 def test_placeholders_and_structure_checks():
     assert is_placeholder("Yox.", ["Yox"]) and is_placeholder("", []) and not is_placeholder("Yoxlayın", ["Yox"])
-    assert check_conversation([{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
-                               {"role": "assistant", "content": "b"}]).startswith("a system turn that is not")
+    assert check_conversation(
+        [{"role": "user", "content": "a"}, {"role": "system", "content": "s"}, {"role": "assistant", "content": "b"}]
+    ).startswith("a system turn that is not")
     assert check_conversation([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]) is None

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from sft_helpers import tiny_base  # noqa: F401  (fixture)
 
 from azllm.sft.generate import chrf_scores, generate_answers
-from sft_helpers import tiny_base  # noqa: F401  (fixture)
 
 
 def test_chrf_plus_plus_is_sacrebleu_s_with_word_bigrams():
@@ -52,8 +52,16 @@ def test_batched_left_padded_answers_equal_one_prompt_at_a_time(tiny_base):
     info = prepare_tokenizer(tok)
     model = AutoModelForCausalLM.from_pretrained(str(tiny_base))
     add_token_rows(model, info["added_tokens"])
-    convs = [{"id": f"c{i}", "messages": [{"role": "user", "content": "Salam, " + "necəsən? " * (1 + 3 * i % 7)},
-                                          {"role": "assistant", "content": "Yaxşıyam."}]} for i in range(7)]
+    convs = [
+        {
+            "id": f"c{i}",
+            "messages": [
+                {"role": "user", "content": "Salam, " + "necəsən? " * (1 + 3 * i % 7)},
+                {"role": "assistant", "content": "Yaxşıyam."},
+            ],
+        }
+        for i in range(7)
+    ]
     kw = {"max_new_tokens": 6, "stop_ids": [info["end_of_turn_id"]]}
     alone = [generate_answers(model, tok, [c], **kw)[0] for c in convs]
     batched = generate_answers(model, tok, convs, batch_size=3, **kw)

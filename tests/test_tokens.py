@@ -3,16 +3,14 @@
 import json
 
 import pytest
+from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 from azllm.config import ParamsError, load_params
-
 from conftest import FIXTURES, run_notebooks
-from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 
 def _params(tokens: dict):
     return load_params(None, overrides={"tokens": tokens})
-
 
 
 def test_params_schema():
@@ -25,13 +23,13 @@ def test_params_schema():
         _params({"val_fraction": "a lot"})
 
 
-
 @pytest.mark.slow
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_notebooks(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
-                                notebooks=["02_tokens"])
+    run_dir, ok = run_notebooks(
+        REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["02_tokens"]
+    )
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]
     stats = m["tokens_corpus"]
@@ -40,4 +38,3 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     bench = m["tokens_benchmark"]
     assert bench["c@1"]["tokens_per_s"] > 0 and "c_rss_growth_1x_to_Nx_mb" in bench["ratios"]
     assert (run_dir / "02_tokens.html").is_file()
-

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 from azllm.tokens import HEADER_SIZE, TokenFile, TokenFileError, encode_corpus, split_of
-
 from conftest import FIXTURES
-from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 
 def test_round_trip_equals_documents_joined_by_eos(corpus, tok, encoded):
@@ -29,13 +28,11 @@ def test_round_trip_equals_documents_joined_by_eos(corpus, tok, encoded):
     assert tf.dtype == np.uint16 and encoded["dtype"] == "uint16"
 
 
-
 def test_split_is_deterministic_and_never_leaks(corpus, tok, encoded, tmp_path):
     # duplicates of some documents: they must land in the same split as their twin
     docs = corpus + corpus[::7]
     a = encode_corpus(docs, tok, tmp_path / "a", val_fraction=0.1, progress=False, num_workers=1, chunk_docs=7)
-    b = encode_corpus(iter(docs), tok, tmp_path / "b", val_fraction=0.1, progress=False, num_workers=3,
-                      chunk_docs=64)
+    b = encode_corpus(iter(docs), tok, tmp_path / "b", val_fraction=0.1, progress=False, num_workers=3, chunk_docs=64)
     for s in ("train", "val"):  # byte-identical whatever the chunking and the threads
         assert a[s].read_bytes() == b[s].read_bytes()
     train = {tok.decode(d[:-1].tolist()) for d in _split_docs(TokenFile(a["train"]))}
@@ -47,7 +44,6 @@ def test_split_is_deterministic_and_never_leaks(corpus, tok, encoded, tmp_path):
     other = [split_of(d, 0.1, seed=1) for d in corpus]
     assert other != [split_of(d, 0.1, seed=0) for d in corpus]
     assert all(split_of(d, 0.0) == "train" and split_of(d, 1.0) == "val" for d in corpus[:50])
-
 
 
 def test_rerun_is_skipped_by_fingerprint(corpus, tok, tok2, tmp_path):
@@ -76,7 +72,6 @@ def test_rerun_is_skipped_by_fingerprint(corpus, tok, tok2, tmp_path):
     assert gen["key"] == other["key"] and other["train"].stat().st_mtime_ns == mtime
 
 
-
 def test_bad_inputs_get_clear_errors(tok, tmp_path):
     with pytest.raises(TokenFileError, match="empty corpus"):
         encode_corpus(["", ""], tok, tmp_path / "e", progress=False)
@@ -85,7 +80,6 @@ def test_bad_inputs_get_clear_errors(tok, tmp_path):
     with pytest.raises(TypeError, match="must be str"):
         encode_corpus([b"bytes"], tok, tmp_path / "e", progress=False)
     assert not list((tmp_path / "e").glob("*.bin")) and not list((tmp_path / "e").glob(".*.tmp"))
-
 
 
 def test_encode_source_and_corpus_stats(tok, tmp_path):
@@ -101,10 +95,12 @@ def test_encode_source_and_corpus_stats(tok, tmp_path):
     total = stats[-1]
     assert total["source"] == "all" and len(stats) == len(r.files) + 1
     assert total["documents"] == len(docs) and total["characters"] == sum(map(len, docs))
-    assert total["tokens"] == sum(len(tok.encode(d)) for d in docs) == first["train_tokens"] + first[
-        "val_tokens"] - len(docs)
+    assert (
+        total["tokens"]
+        == sum(len(tok.encode(d)) for d in docs)
+        == first["train_tokens"] + first["val_tokens"] - len(docs)
+    )
     assert total["tokens_per_word"] == pytest.approx(total["tokens"] / sum(len(d.split()) for d in docs))
-
 
 
 _CHILD = textwrap.dedent("""
@@ -125,7 +121,6 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-
 def _kill_mid_encode(tok, out: Path, docs_file: Path) -> None:
     p = subprocess.Popen([sys.executable, "-c", _CHILD, tok.path, str(out), str(docs_file)], stderr=subprocess.PIPE)
     deadline = time.time() + 60
@@ -144,7 +139,6 @@ def _kill_mid_encode(tok, out: Path, docs_file: Path) -> None:
     assert p.returncode == -signal.SIGKILL
 
 
-
 def test_interrupted_encode_leaves_no_final_file_and_rerun_completes(corpus, tok, tmp_path):
     docs_file = tmp_path / "docs.txt"
     docs_file.write_text("\n".join(corpus), encoding="utf-8")
@@ -161,4 +155,3 @@ def test_interrupted_encode_leaves_no_final_file_and_rerun_completes(corpus, tok
     assert {n: (out / n).read_bytes() for n in ("train.bin", "val.bin")} == before
     again = encode_corpus(corpus, tok, out, progress=False)
     assert again["skipped"] and not list(out.glob(".*.tmp"))
-

@@ -3,10 +3,9 @@ that are truncated or belong to another tokenizer refused."""
 
 import numpy as np
 import pytest
+from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 from azllm.tokens import HEADER_SIZE, TokenFile, TokenFileError, encode_corpus, read_header, token_dtype
-
-from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
 
 def test_token_dtype_boundary():
@@ -14,7 +13,6 @@ def test_token_dtype_boundary():
     assert token_dtype(65537) == np.uint32 and token_dtype(2**32) == np.uint32
     with pytest.raises(ValueError):
         token_dtype(0)
-
 
 
 @pytest.mark.parametrize("vocab_size,dtype", [(65536, np.uint16), (65537, np.uint32)])
@@ -28,7 +26,6 @@ def test_uint16_uint32_files_at_the_65536_boundary(tmp_path, vocab_size, dtype):
     assert tf.dtype == dtype and read_header(r["train"])["dtype"] == np.dtype(dtype).name
     assert r["train"].stat().st_size == HEADER_SIZE + tf.n_tokens * np.dtype(dtype).itemsize
     assert np.asarray(tf.tokens).tolist() == [top, 3, top - 1, 2, 4, 2, top, 2]
-
 
 
 def test_truncated_file_is_refused(encoded, tmp_path):
@@ -47,7 +44,6 @@ def test_truncated_file_is_refused(encoded, tmp_path):
         TokenFile(tmp_path / "missing.bin")
 
 
-
 def test_file_from_another_tokenizer_is_refused(encoded, tok, tok2):
     TokenFile(encoded["train"], tok)
     TokenFile(encoded["train"], fingerprint=tok.fingerprint)
@@ -55,4 +51,3 @@ def test_file_from_another_tokenizer_is_refused(encoded, tok, tok2):
         TokenFile(encoded["train"], tok2)
     with pytest.raises(TokenFileError, match="fingerprint"):
         TokenFile(encoded["train"], fingerprint="0" * 64)
-

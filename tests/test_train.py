@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import warnings
@@ -14,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from train_helpers import data, tiny_params  # noqa: F401
 
 from conftest import FIXTURES, run_notebooks
-from train_helpers import data, tiny_params  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -50,7 +49,7 @@ def test_full_run_results_and_checkpoints(full_run):
     assert all(a >= b for a, b in zip(lrs[2:], lrs[3:])) and 3e-4 <= lrs[-1] < 4e-4  # cosine to 0.1 * lr
     ev = r["curves"]["eval"]
     assert set(ev) == {"val", "flores"} and [e["step"] for e in ev["val"]] == [6, 12]
-    for name, f in r["final"].items():
+    for f in r["final"].values():
         assert f["ppl"] == pytest.approx(math.exp(f["loss"]))
         assert 0.5 < f["bpb"] < 8.0
     t = r["throughput"]
@@ -62,8 +61,14 @@ def test_full_run_results_and_checkpoints(full_run):
     assert cks == ["checkpoint-12", "checkpoint-8"]  # save_total_limit=2 keeps the last two
     for ck in cks:
         files = {p.name for p in (out / ck).iterdir()}
-        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
-                "azllm_complete.json"} <= files
+        assert {
+            "model.safetensors",
+            "optimizer.pt",
+            "scheduler.pt",
+            "rng_state.pth",
+            "trainer_state.json",
+            "azllm_complete.json",
+        } <= files
         assert "pytorch_model.bin" not in files  # (training_args.bin is the Trainer's own, never loaded)
     assert (Path(r["final_dir"]) / "model.safetensors").is_file()
     assert list(out.glob("runs/*/events.out.tfevents.*"))  # TensorBoard logs in the run folder by default
@@ -98,10 +103,14 @@ def test_bits_per_byte_matches_manual_computation(data, full_run):
     ids = torch.from_numpy(np.asarray(tf.tokens[: n * B], dtype=np.int64).reshape(n, B))
     with torch.no_grad():
         logits = model(input_ids=ids).logits
-    nll = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
-                                            reduction="sum").item()
-    text_bytes = sum(len(tok.decode([t for t in row if t != tok.eos_id]).encode()) for row in ids[:, 1:].tolist()
-                     if tok.eos_id not in row)
+    nll = torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="sum"
+    ).item()
+    text_bytes = sum(
+        len(tok.decode([t for t in row if t != tok.eos_id]).encode())
+        for row in ids[:, 1:].tolist()
+        if tok.eos_id not in row
+    )
     assert full_run["eval_sets"]["val"]["bytes"] >= text_bytes
     bpb = nll / math.log(2) / full_run["eval_sets"]["val"]["bytes"]
     assert full_run["final"]["val"]["bpb"] == pytest.approx(bpb, rel=1e-4)
@@ -116,8 +125,9 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "kill_at_step": 6}))
-    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == -9, p.stderr[-3000:]
     assert not (out / "results.json").exists()
     from azllm.train import latest_checkpoint
@@ -137,8 +147,13 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
 
 def test_grad_accumulation_and_checkpointing_match_the_plain_run(data, full_run, tmp_path):
     """Batch 2 x 2 accumulation steps with gradient checkpointing = batch 4: same samples, same losses."""
-    r = _run(data, tmp_path / "run", max_steps=3, resume=False,
-             train={"batch_size": 2, "grad_accum": 2, "gradient_checkpointing": True})
+    r = _run(
+        data,
+        tmp_path / "run",
+        max_steps=3,
+        resume=False,
+        train={"batch_size": 2, "grad_accum": 2, "gradient_checkpointing": True},
+    )
     a, b = _losses(full_run), _losses(r)
     for s in (1, 2, 3):
         assert b[s] == pytest.approx(a[s], abs=2e-4), (s, a[s], b[s])
@@ -172,8 +187,15 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path, logging_s
 def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
     from azllm.train import generate, load_trained
 
-    r = _run(data, tmp_path / "lora", method="lora", base=full_run["final_dir"], max_steps=4,
-             train={"save_steps": 4, "eval_steps": 4}, resume=False)
+    r = _run(
+        data,
+        tmp_path / "lora",
+        method="lora",
+        base=full_run["final_dir"],
+        max_steps=4,
+        train={"save_steps": 4, "eval_steps": 4},
+        resume=False,
+    )
     assert r["parameters"]["trainable"] < r["parameters"]["total"] / 3
     ck = Path(r["checkpoint"])
     files = {p.name for p in ck.iterdir()}
@@ -188,8 +210,7 @@ def test_lora_run_saves_adapters_only_and_generates(data, full_run, tmp_path):
 def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))
-    run_dir, ok = run_notebooks(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports",
-                                notebooks=["03_train"])
+    run_dir, ok = run_notebooks(REPO / "params" / "tiny.yaml", reports_dir=tmp_path / "reports", notebooks=["03_train"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert ok, metrics["notebooks"]
     m = metrics["metrics"]["train"]
@@ -213,8 +234,12 @@ def extended_lora(data, tmp_path_factory):
     base = train(Pb, db, output_dir=tmp / "base", progress=False, resume=False)
     docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt"}, FIXTURES)))
     folder = extend_tokenizer(db["tokenizer"].path, docs, 40, tmp / "tok")
-    over = {**bpe, "run_name": "ext", "tokens": {"tokenizer": str(folder), "dir": str(tmp / "tokens")},
-            "model": {"base": base["final_dir"]}}
+    over = {
+        **bpe,
+        "run_name": "ext",
+        "tokens": {"tokenizer": str(folder), "dir": str(tmp / "tokens")},
+        "model": {"base": base["final_dir"]},
+    }
     P = tiny_params(data["art"], over, method="lora")
     return {"over": over, "data": prepare_data(P, progress=False), "P": P}
 
@@ -229,10 +254,20 @@ def test_lora_with_new_rows_killed_and_resumed_follows_the_same_curve(data, exte
     assert full["new_rows"] == "40 new rows: tokens" and "vocabulary extended" in full["source"]
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "kill_at_step": 6,
-                                "overrides": e["over"], "train": {"method": "lora"}}))
-    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
-                       timeout=300)
+    spec.write_text(
+        json.dumps(
+            {
+                "art": str(data["art"]),
+                "output_dir": str(out),
+                "kill_at_step": 6,
+                "overrides": e["over"],
+                "train": {"method": "lora"},
+            }
+        )
+    )
+    p = subprocess.run(
+        [PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == -9, p.stderr[-3000:]
     r = train(e["P"], e["data"], output_dir=out, progress=False, resume=True)
     assert r["resumed_from"].endswith("checkpoint-4")
@@ -257,11 +292,15 @@ def test_sigterm_writes_a_complete_checkpoint_and_the_restart_ends_with_the_same
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(out), "term_at_step": 6}))
-    p = subprocess.run([PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [PY, str(REPO / "tests" / "train_entry.py"), str(spec)], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"interrupted": "SIGTERM", "steps": 6,
-                                                              "checkpoint": str(out / "checkpoint-6")}
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {
+        "interrupted": "SIGTERM",
+        "steps": 6,
+        "checkpoint": str(out / "checkpoint-6"),
+    }
     assert latest_checkpoint(out).name == "checkpoint-6" and not (out / "results.json").exists()
     r = _run(data, out, resume=True)
     assert r["resumed_from"].endswith("checkpoint-6") and r["steps"] == 12
@@ -289,8 +328,7 @@ def test_two_stage_schedule_trains_the_new_rows_alone_first(extended_lora, tmp_p
             seen.append((state.global_step, lora_b, rows))
 
     e = extended_lora
-    P = tiny_params(tmp_path, e["over"], method="lora", rows_only_steps=3,
-                    max_steps=5, save_steps=5, eval_steps=5)
+    P = tiny_params(tmp_path, e["over"], method="lora", rows_only_steps=3, max_steps=5, save_steps=5, eval_steps=5)
     train(P, e["data"], output_dir=tmp_path / "run", progress=False, resume=False, callbacks=[Watch()])
     assert [s for s, _, _ in seen] == [1, 2, 3, 4, 5]
     assert all(b == 0 and r > 0 for s, b, r in seen if s <= 3)

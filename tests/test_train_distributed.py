@@ -18,7 +18,6 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
-
 from train_helpers import data  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,9 +36,25 @@ def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     assert torchrun, "torch installs torchrun next to this Python"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    p = subprocess.Popen([torchrun, "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port",
-                          str(_free_port()), str(script), str(spec)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=str(cwd), start_new_session=True)
+    p = subprocess.Popen(
+        [
+            torchrun,
+            "--nproc-per-node",
+            str(nproc),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(_free_port()),
+            str(script),
+            str(spec),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(cwd),
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except BaseException as e:
@@ -52,8 +67,9 @@ def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 
         out, err = p.communicate()
         if not isinstance(e, subprocess.TimeoutExpired):
             raise
-        pytest.fail(f"torchrun was still running after {timeout:.0f} s (killed with its workers):\n"
-                    f"{out[-2000:]}\n{err[-4000:]}")
+        pytest.fail(
+            f"torchrun was still running after {timeout:.0f} s (killed with its workers):\n{out[-2000:]}\n{err[-4000:]}"
+        )
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
@@ -61,9 +77,17 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     rec = tmp_path / "rec"
     spec = tmp_path / "spec.json"
     steps = 6
-    spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / "run"), "record": str(rec),
-                                "resume": False,
-                                "train": {"max_steps": steps, "eval_steps": 3, "save_steps": 3}}))
+    spec.write_text(
+        json.dumps(
+            {
+                "art": str(data["art"]),
+                "output_dir": str(tmp_path / "run"),
+                "record": str(rec),
+                "resume": False,
+                "train": {"max_steps": steps, "eval_steps": 3, "save_steps": 3},
+            }
+        )
+    )
     p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
     r0, r1 = (json.loads((rec / f"rank{k}.json").read_text()) for k in (0, 1))
@@ -75,9 +99,9 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     assert r0["digest"] == r1["digest"]
     a, b = (torch.load(rec / f"weights-rank{k}.pt", weights_only=True) for k in (0, 1))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    from azllm.model import build_model, model_config
-
     from train_helpers import tiny_params
+
+    from azllm.model import build_model, model_config
 
     P = tiny_params(data["art"])
     init = build_model(model_config(P.model.preset, data["tokenizer"].vocab_size, **P.model.config), seed=P.seed)
@@ -98,16 +122,30 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
 
     train = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
     runs = {}
-    for name, extra, out in (("full", {"resume": False}, "full"), ("term", {"term_at_step": 5, "term_rank": 1}, "run"),
-                             ("resumed", {}, "run")):
+    for name, extra, out in (
+        ("full", {"resume": False}, "full"),
+        ("term", {"term_at_step": 5, "term_rank": 1}, "run"),
+        ("resumed", {}, "run"),
+    ):
         spec = tmp_path / f"{name}.json"
-        spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / out),
-                                    "record": str(tmp_path / f"{name}-rec"), "train": train, **extra}))
+        spec.write_text(
+            json.dumps(
+                {
+                    "art": str(data["art"]),
+                    "output_dir": str(tmp_path / out),
+                    "record": str(tmp_path / f"{name}-rec"),
+                    "train": train,
+                    **extra,
+                }
+            )
+        )
         runs[name] = p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
         assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-4000:])
         if name == "term":
-            stopped = sorted((json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"interrupted"')),
-                             key=lambda r: r["rank"])
+            stopped = sorted(
+                (json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"interrupted"')),
+                key=lambda r: r["rank"],
+            )
             ck = str(tmp_path / "run" / "checkpoint-6")
             assert stopped == [{"interrupted": "SIGTERM", "steps": 6, "checkpoint": ck, "rank": k} for k in (0, 1)]
             assert latest_checkpoint(tmp_path / "run").name == "checkpoint-6"
@@ -116,9 +154,12 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
     assert resumed["resumed_from"].endswith("checkpoint-6") and resumed["steps"] == 12
     a, b = (torch.load(tmp_path / f"{n}-rec" / "weights-rank0.pt", weights_only=True) for n in ("full", "resumed"))
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), max(
-        (a[k] - b[k]).abs().max().item() for k in a)
-    assert json.loads((tmp_path / "resumed-rec" / "rank0.json").read_text())["digest"] == \
-        json.loads((tmp_path / "resumed-rec" / "rank1.json").read_text())["digest"]
+        (a[k] - b[k]).abs().max().item() for k in a
+    )
+    assert (
+        json.loads((tmp_path / "resumed-rec" / "rank0.json").read_text())["digest"]
+        == json.loads((tmp_path / "resumed-rec" / "rank1.json").read_text())["digest"]
+    )
 
 
 @pytest.mark.slow
@@ -134,19 +175,30 @@ def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path):
 
     steps, over = 6, {"max_steps": 6, "eval_steps": 3, "save_steps": 3, "logging_steps": 1, "eval_max_tokens": 512}
     runs = {}
-    for name, nproc, train in (("fsdp", 2, {**over, "batch_size": 4, "fsdp": True}),
-                               ("one", 1, {**over, "batch_size": 8})):
+    for name, nproc, train in (
+        ("fsdp", 2, {**over, "batch_size": 4, "fsdp": True}),
+        ("one", 1, {**over, "batch_size": 8}),
+    ):
         spec = tmp_path / f"{name}.json"
-        spec.write_text(json.dumps({"art": str(data["art"]), "output_dir": str(tmp_path / name), "train": train,
-                                    "record": str(tmp_path / f"{name}-rec")}))
+        spec.write_text(
+            json.dumps(
+                {
+                    "art": str(data["art"]),
+                    "output_dir": str(tmp_path / name),
+                    "train": train,
+                    "record": str(tmp_path / f"{name}-rec"),
+                }
+            )
+        )
         p = _torchrun(nproc, Path(__file__), spec, tmp_path)
         assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
         runs[name] = json.loads((tmp_path / name / "results.json").read_text())
     f, o = runs["fsdp"], runs["one"]
     recs = [json.loads((tmp_path / "fsdp-rec" / f"rank{k}.json").read_text()) for k in (0, 1)]
     assert all(r["fsdp"] and r["fsdp2"] and r["world_size"] == 2 for r in recs), recs
-    assert all(r["sharded"].get("LlamaDecoderLayer") == 2 and r["sharded"].get("LlamaForCausalLM") == 1
-               for r in recs), recs  # both decoder layers and the root (accelerate adds embedding, norm, head)
+    assert all(
+        r["sharded"].get("LlamaDecoderLayer") == 2 and r["sharded"].get("LlamaForCausalLM") == 1 for r in recs
+    ), recs  # both decoder layers and the root (accelerate adds embedding, norm, head)
     assert f["fsdp"] and not o["fsdp"] and f["steps"] == o["steps"] == steps
     assert f["throughput"]["tokens_per_step"] == o["throughput"]["tokens_per_step"] == 8 * 32
     lf, lo = ([h["loss"] for h in r["curves"]["train"]] for r in (f, o))
@@ -158,7 +210,8 @@ def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path):
     assert head is None or torch.equal(head, wf["model.embed_tokens.weight"])
     assert wf.keys() == wo.keys()
     assert all(torch.allclose(wf[k], wo[k], rtol=0, atol=1e-6) for k in wf), max(  # measured: 6e-8
-        (wf[k] - wo[k]).abs().max().item() for k in wf)
+        (wf[k] - wo[k]).abs().max().item() for k in wf
+    )
     assert (tmp_path / "fsdp" / "checkpoint-6" / "azllm_complete.json").is_file()
 
 
@@ -195,21 +248,29 @@ def _entry(spec_path: str) -> None:
         _accelerate_fsdp_on_cpu()
     os.environ["AZLLM_ARTIFACTS"] = spec["art"]
     from torch.distributed.fsdp import FSDPModule
+    from train_helpers import tiny_params
 
     from azllm.recipes.tokens import prepare_data
     from azllm.recipes.train import train_model as train
-    from train_helpers import tiny_params
 
     P = tiny_params(Path(spec["art"]), **spec["train"])
     r = train(P, prepare_data(P, progress=False), output_dir=spec["output_dir"], progress=False, resume=False)
     t = r["trainer"]
-    sharded = Counter(type(m).__name__.removeprefix("FSDP") for m in t.model_wrapped.modules()
-                      if isinstance(m, FSDPModule))
+    sharded = Counter(
+        type(m).__name__.removeprefix("FSDP") for m in t.model_wrapped.modules() if isinstance(m, FSDPModule)
+    )
     out = Path(spec["record"])
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"rank{os.environ.get('RANK', '0')}.json").write_text(json.dumps({
-        "fsdp": t.is_fsdp_enabled, "fsdp2": bool(t.is_fsdp_enabled and t.accelerator.is_fsdp2),
-        "sharded": dict(sharded), "world_size": r["world_size"]}))
+    (out / f"rank{os.environ.get('RANK', '0')}.json").write_text(
+        json.dumps(
+            {
+                "fsdp": t.is_fsdp_enabled,
+                "fsdp2": bool(t.is_fsdp_enabled and t.accelerator.is_fsdp2),
+                "sharded": dict(sharded),
+                "world_size": r["world_size"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

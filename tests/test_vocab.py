@@ -36,9 +36,15 @@ def small_byte_level_base(tmp_path_factory):
     tok = Tokenizer(BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(_lines(FIXTURES, "flores200.dev.eng_Latn.txt") + CODE, trainer=BpeTrainer(
-        vocab_size=1200, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=["<|endoftext|>"],
-        show_progress=False))
+    tok.train_from_iterator(
+        _lines(FIXTURES, "flores200.dev.eng_Latn.txt") + CODE,
+        trainer=BpeTrainer(
+            vocab_size=1200,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            special_tokens=["<|endoftext|>"],
+            show_progress=False,
+        ),
+    )
     out = tmp_path_factory.mktemp("base")
     tok.save(str(out / "tokenizer.json"))
     return out
@@ -78,8 +84,9 @@ def test_bad_inputs(corpus, tmp_path, small_byte_level_base):
 
 
 @pytest.mark.needs_shared
-@pytest.mark.parametrize("base", ["llama3.1", "qwen3", "gemma", "llama2/tokenizer.model",
-                                  "mistral-7b-v0.1/tokenizer.model"])
+@pytest.mark.parametrize(
+    "base", ["llama3.1", "qwen3", "gemma", "llama2/tokenizer.model", "mistral-7b-v0.1/tokenizer.model"]
+)
 def test_extend_real_bases(base, shared, corpus, tmp_path):
     from transformers import AutoTokenizer
 

@@ -10,7 +10,6 @@ import pytest
 
 from azllm.tokenizer import load_tokenizer, train_tokenizer
 from azllm.tokens import TokenFile, encode_corpus
-
 from conftest import FIXTURES, TINY_MODEL, run_notebooks  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,12 +24,10 @@ def corpus() -> list[str]:
     return list(iter_documents(r))
 
 
-
 @pytest.fixture(scope="session")
 def tok(corpus, tmp_path_factory):
     folder = train_tokenizer(corpus, tmp_path_factory.mktemp("tok") / "tok", vocab_size=600, model_type="unigram")
     return load_tokenizer(folder)
-
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +37,11 @@ def tok2(corpus, tmp_path_factory):
     return load_tokenizer(folder)
 
 
-
 @pytest.fixture(scope="session")
 def encoded(corpus, tok, tmp_path_factory):
     out = tmp_path_factory.mktemp("enc")
     r = encode_corpus(corpus, tok, out, val_fraction=0.1, seed=0, progress=False)
     return r
-
 
 
 def _word_level(tmp: Path, vocab_size: int):
@@ -63,10 +58,8 @@ def _word_level(tmp: Path, vocab_size: int):
     return load_tokenizer(tmp)
 
 
-
 def _split_docs(tf: TokenFile) -> list[np.ndarray]:
     ids = np.asarray(tf.tokens)
     ends = np.flatnonzero(ids == tf.eos_id)
     assert ends.size and ends[-1] == ids.size - 1, "every document must end with EOS"
     return np.split(ids, ends + 1)[:-1]
-

@@ -1,7 +1,8 @@
 """Run one tiny training in its own process, for the resume and distributed tests.
 
 ``python tests/train_entry.py spec.json`` (or under ``torchrun``). The spec holds ``art`` (artifacts dir of the
-shared tiny data), ``train`` (train params overrides), optional ``overrides`` (other params), ``output_dir``, optional ``kill_at_step`` (SIGKILL this
+shared tiny data), ``train`` (train params overrides), optional ``overrides`` (other params), ``output_dir``,
+optional ``kill_at_step`` (SIGKILL this
 process at the end of that optimizer step: a crash, no cleanup), optional ``term_at_step`` (this process sends itself
 a real SIGTERM as that step begins; with ``term_rank`` only that rank does) and optional ``record`` (a folder where
 each rank writes the training windows it read and its final weights). An interrupted run prints one JSON line per
@@ -24,11 +25,11 @@ warnings.simplefilter("ignore")  # (tests/ is this script's folder, so train_hel
 
 
 def main(spec_path: str) -> None:
+    from train_helpers import tiny_params
     from transformers import TrainerCallback
 
     from azllm.recipes.tokens import prepare_data
     from azllm.recipes.train import train_model as train
-    from train_helpers import tiny_params
 
     spec = json.loads(Path(spec_path).read_text())
     os.environ["AZLLM_ARTIFACTS"] = spec["art"]
@@ -57,18 +58,27 @@ def main(spec_path: str) -> None:
     seen: list[list[int]] = []
     r = None
     if spec.get("record"):
+
         class Record(TrainerCallback):
             def on_train_begin(self, args, state, control, model=None, **kw):
                 model.register_forward_pre_hook(
-                    lambda m, a, kw_: seen.extend(kw_["input_ids"].tolist()) if m.training else None,
-                    with_kwargs=True)
+                    lambda m, a, kw_: seen.extend(kw_["input_ids"].tolist()) if m.training else None, with_kwargs=True
+                )
 
         callbacks.append(Record())
-    r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False,
-              resume=spec.get("resume", True))
+    r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False, resume=spec.get("resume", True))
     if r.get("interrupted"):
-        print(json.dumps({"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"],
-                          **({"rank": rank} if "term_rank" in spec else {})}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "interrupted": r["interrupted"],
+                    "steps": r["steps"],
+                    "checkpoint": r["checkpoint"],
+                    **({"rank": rank} if "term_rank" in spec else {}),
+                }
+            ),
+            flush=True,
+        )
         return
     if spec.get("record"):
         out = Path(spec["record"])
@@ -76,8 +86,9 @@ def main(spec_path: str) -> None:
         weights = {n: p.detach().cpu() for n, p in r["model"].named_parameters()}
         digest = hashlib.sha256(b"".join(w.numpy().tobytes() for w in weights.values())).hexdigest()
         torch.save(weights, out / f"weights-rank{rank}.pt")
-        (out / f"rank{rank}.json").write_text(json.dumps({"windows": seen, "digest": digest,
-                                                          "world_size": r["world_size"], "steps": r["steps"]}))
+        (out / f"rank{rank}.json").write_text(
+            json.dumps({"windows": seen, "digest": digest, "world_size": r["world_size"], "steps": r["steps"]})
+        )
 
 
 if __name__ == "__main__":

@@ -14,9 +14,20 @@ import pytest
 
 from conftest import FIXTURES, TINY_MODEL
 
-TINY_TRAIN = {"batch_size": 4, "block_size": 32, "max_steps": 12, "warmup_steps": 2, "eval_steps": 6,
-              "save_steps": 4, "save_total_limit": 2, "logging_steps": 1, "eval_max_tokens": 1024,
-              "eval_batch_size": 8, "untimed_steps": 1, "lr": 3e-3}
+TINY_TRAIN = {
+    "batch_size": 4,
+    "block_size": 32,
+    "max_steps": 12,
+    "warmup_steps": 2,
+    "eval_steps": 6,
+    "save_steps": 4,
+    "save_total_limit": 2,
+    "logging_steps": 1,
+    "eval_max_tokens": 1024,
+    "eval_batch_size": 8,
+    "untimed_steps": 1,
+    "lr": 3e-3,
+}
 
 
 def tiny_params(art: Path, overrides: dict | None = None, **train):
@@ -26,13 +37,24 @@ def tiny_params(art: Path, overrides: dict | None = None, **train):
 
     t = copy.deepcopy(TINY_TRAIN)
     t.update(train)
-    return load_params(None, overrides=deep_update({
-        "run_name": "t", "seed": 1234,
-        "data": {"root": str(FIXTURES),
-                 "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 25_000},
-                 "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 60}}},
-        "tokenizer": {"vocab_size": 512, "model_type": "unigram"}, "model": {"config": copy.deepcopy(TINY_MODEL)},
-        "train": t}, copy.deepcopy(overrides or {})))
+    return load_params(
+        None,
+        overrides=deep_update(
+            {
+                "run_name": "t",
+                "seed": 1234,
+                "data": {
+                    "root": str(FIXTURES),
+                    "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 25_000},
+                    "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 60}},
+                },
+                "tokenizer": {"vocab_size": 512, "model_type": "unigram"},
+                "model": {"config": copy.deepcopy(TINY_MODEL)},
+                "train": t,
+            },
+            copy.deepcopy(overrides or {}),
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +77,36 @@ def simulated_sagemaker_job(tmp_path: Path, params_file: Path, *, max_steps: int
     ``tmp_path``, the fixture corpus as the ``data`` channel, no data root of the caller's."""
     import yaml
 
-    params = {"run_name": "sm", "data": {"train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 20000},
-                                         "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt",
-                                                             "max_lines": 50}}},
-              "tokenizer": {"vocab_size": 512, "model_type": "unigram"}, "model": {"config": TINY_MODEL},
-              "train": {"method": "lora", "batch_size": 4, "block_size": 32, "max_steps": max_steps,
-                        "eval_steps": every, "save_steps": every, "save_total_limit": 1, "logging_steps": every,
-                        "eval_max_tokens": 512, "untimed_steps": 1, "report_to": []}}
+    params = {
+        "run_name": "sm",
+        "data": {
+            "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 20000},
+            "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 50}},
+        },
+        "tokenizer": {"vocab_size": 512, "model_type": "unigram"},
+        "model": {"config": TINY_MODEL},
+        "train": {
+            "method": "lora",
+            "batch_size": 4,
+            "block_size": 32,
+            "max_steps": max_steps,
+            "eval_steps": every,
+            "save_steps": every,
+            "save_total_limit": 1,
+            "logging_steps": every,
+            "eval_max_tokens": 512,
+            "untimed_steps": 1,
+            "report_to": [],
+        },
+    }
     params_file.write_text(yaml.safe_dump(params))
-    sm = {"SM_MODEL_DIR": tmp_path / "model", "SM_OUTPUT_DATA_DIR": tmp_path / "output", "SM_CHANNEL_DATA": FIXTURES,
-          "AZLLM_CHECKPOINT_DIR": tmp_path / "checkpoints", "SM_NUM_GPUS": 0, "SM_HOSTS": '["algo-1"]',
-          "AZLLM_ARTIFACTS": tmp_path / "artifacts"}
+    sm = {
+        "SM_MODEL_DIR": tmp_path / "model",
+        "SM_OUTPUT_DATA_DIR": tmp_path / "output",
+        "SM_CHANNEL_DATA": FIXTURES,
+        "AZLLM_CHECKPOINT_DIR": tmp_path / "checkpoints",
+        "SM_NUM_GPUS": 0,
+        "SM_HOSTS": '["algo-1"]',
+        "AZLLM_ARTIFACTS": tmp_path / "artifacts",
+    }
     return {**{k: v for k, v in os.environ.items() if k != "AZLLM_DATA_ROOT"}, **{k: str(v) for k, v in sm.items()}}

@@ -27,8 +27,8 @@ import itertools
 import os
 import resource
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -38,15 +38,29 @@ from .process import ok_or_raise, run_fresh
 
 __all__ = ["benchmark", "measure_encoder", "get_batch_timing", "VARIANT_LABELS"]
 
-VARIANT_LABELS = {"a": "(a) naive list", "b": "(b) per-doc encode + tofile", "c": "(c) azllm encode_corpus",
-                  "limit": "limit: batch encode, all cores, no writing", "limit_1thread": "1 thread, encode only",
-                  "hf_batch": "HF tokenizers backend, batch, all cores"}
+VARIANT_LABELS = {
+    "a": "(a) naive list",
+    "b": "(b) per-doc encode + tofile",
+    "c": "(c) azllm encode_corpus",
+    "limit": "limit: batch encode, all cores, no writing",
+    "limit_1thread": "1 thread, encode only",
+    "hf_batch": "HF tokenizers backend, batch, all cores",
+}
 _LIMITS = ("limit", "limit_1thread", "hf_batch")
-_MEDIANS = ("tokens_per_s", "seconds", "peak_rss_mb", "base_rss_mb", "rss_growth_mb", "tokens", "cpu_seconds",
-            "tokens_per_cpu_s")
+_MEDIANS = (
+    "tokens_per_s",
+    "seconds",
+    "peak_rss_mb",
+    "base_rss_mb",
+    "rss_growth_mb",
+    "tokens",
+    "cpu_seconds",
+    "tokens_per_cpu_s",
+)
 
 
 # ------------------------------------------------------------------------------------------------ child side
+
 
 def _stream_docs(path: str, scale: int) -> Iterator[str]:
     """The documents of a one-document-per-line file, ``scale`` times over, read lazily."""
@@ -143,8 +157,15 @@ def get_batch_timing(train_bin: Path, vocab_size: int, batch_size: int, block_si
         tf.get_batch(batch_size, block_size, g)
     gb = (time.perf_counter() - t0) / n
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=block_size)
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=128,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=block_size,
+    )
     model = LlamaForCausalLM(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     times = []
@@ -157,14 +178,22 @@ def get_batch_timing(train_bin: Path, vocab_size: int, batch_size: int, block_si
         if i >= 2:  # warm-up
             times.append(time.perf_counter() - t0)
     step = float(np.median(times))
-    return {"get_batch_ms": gb * 1e3, "batches_per_s": 1 / gb, "batch_tokens_per_s": batch_size * block_size / gb,
-            "train_step_ms": step * 1e3, "get_batch_share_of_step": gb / step,
-            "model": f"LlamaForCausalLM hidden 128, 2 layers, 4 heads, vocab {vocab_size}, "
-                     f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params",
-            "batch_size": batch_size, "block_size": block_size, "torch_threads": torch.get_num_threads()}
+    return {
+        "get_batch_ms": gb * 1e3,
+        "batches_per_s": 1 / gb,
+        "batch_tokens_per_s": batch_size * block_size / gb,
+        "train_step_ms": step * 1e3,
+        "get_batch_share_of_step": gb / step,
+        "model": f"LlamaForCausalLM hidden 128, 2 layers, 4 heads, vocab {vocab_size}, "
+        f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params",
+        "batch_size": batch_size,
+        "block_size": block_size,
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 # ----------------------------------------------------------------------------------------------- parent side
+
 
 def _normalized_copy(resolved, path: Path) -> tuple[int, int]:
     """Normalize the source once into a one-document-per-line file; returns ``(documents, characters)``."""
@@ -212,9 +241,12 @@ def _ratios(med: dict, scale: int) -> dict:
     tps = {k: v["tokens_per_s"] for k, v in med.items()}
     lim = tps["limit@1"]
     out = {
-        "c_over_limit_1x": tps["c@1"] / lim, f"c_over_limit_{scale}x": tps[f"c@{scale}"] / lim,
-        "c_over_a_1x": tps["c@1"] / tps["a@1"], f"c_over_a_{scale}x": tps[f"c@{scale}"] / tps[f"a@{scale}"],
-        "b_over_a_1x": tps["b@1"] / tps["a@1"], "limit_over_a_1x": lim / tps["a@1"],
+        "c_over_limit_1x": tps["c@1"] / lim,
+        f"c_over_limit_{scale}x": tps[f"c@{scale}"] / lim,
+        "c_over_a_1x": tps["c@1"] / tps["a@1"],
+        f"c_over_a_{scale}x": tps[f"c@{scale}"] / tps[f"a@{scale}"],
+        "b_over_a_1x": tps["b@1"] / tps["a@1"],
+        "limit_over_a_1x": lim / tps["a@1"],
         "limit_over_1thread": lim / tps["limit_1thread@1"],
     }
     for v in "abc":
@@ -224,9 +256,20 @@ def _ratios(med: dict, scale: int) -> dict:
     return out
 
 
-def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.PathLike, *, scale: int, rounds: int,
-              batch_size: int, block_size: int, train_steps: int, hf_batch: bool = True,
-              out_json: str | os.PathLike | None = None, show_progress: bool = True) -> dict:
+def benchmark(
+    resolved,
+    tokenizer_path: str | os.PathLike,
+    workdir: str | os.PathLike,
+    *,
+    scale: int,
+    rounds: int,
+    batch_size: int,
+    block_size: int,
+    train_steps: int,
+    hf_batch: bool = True,
+    out_json: str | os.PathLike | None = None,
+    show_progress: bool = True,
+) -> dict:
     """Measure the encoders side by side in ``rounds`` interleaved rounds of fresh processes (medians).
 
     Returns ``{"variants": {"<v>@<scale>": medians}, "ratios", "get_batch", "targets", "corpus", "machine", ...}``.
@@ -243,7 +286,9 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     bar = progress(total=len(jobs) * rounds, desc="encoder benchmark", unit="run", disable=not show_progress)
     for _ in range(rounds):
         for job in jobs:
-            res = ok_or_raise(run_fresh("azllm.bench.encoder:measure_encoder", job), f"encoder benchmark {job['variant']}")
+            res = ok_or_raise(
+                run_fresh("azllm.bench.encoder:measure_encoder", job), f"encoder benchmark {job['variant']}"
+            )
             runs.setdefault(f"{job['variant']}@{job['scale']}", []).append(res)
             bar.update(1)
     bar.close()
@@ -251,15 +296,28 @@ def benchmark(resolved, tokenizer_path: str | os.PathLike, workdir: str | os.Pat
     ratios = _ratios(med, scale)
     tf = TokenFile(workdir / "tokens_1" / "train.bin")
     gb = get_batch_timing(tf.path, tf.vocab_size, batch_size, block_size, train_steps)
-    res = {"variants": med, "ratios": ratios, "get_batch": gb, "scale": scale, "rounds": rounds,
-           "corpus": {"documents": n_docs, "characters": n_chars, "tokens": int(med["c@1"]["tokens"]),
-                      "source": resolved.describe()},
-           "targets": {"c_over_limit>=0.85": ratios["c_over_limit_1x"] >= 0.85,
-                       "c_rss_growth<64MB": ratios["c_rss_growth_1x_to_Nx_mb"] < 64,
-                       "get_batch<1%_of_step": gb["get_batch_share_of_step"] < 0.01},
-           "machine": machine_info(), "tokenizer": str(tpath),
-           # 1-minute load average before and after the runs: above the core count, other jobs shared the CPUs
-           "load_avg_1min": [load_before, os.getloadavg()[0]]}
+    res = {
+        "variants": med,
+        "ratios": ratios,
+        "get_batch": gb,
+        "scale": scale,
+        "rounds": rounds,
+        "corpus": {
+            "documents": n_docs,
+            "characters": n_chars,
+            "tokens": int(med["c@1"]["tokens"]),
+            "source": resolved.describe(),
+        },
+        "targets": {
+            "c_over_limit>=0.85": ratios["c_over_limit_1x"] >= 0.85,
+            "c_rss_growth<64MB": ratios["c_rss_growth_1x_to_Nx_mb"] < 64,
+            "get_batch<1%_of_step": gb["get_batch_share_of_step"] < 0.01,
+        },
+        "machine": machine_info(),
+        "tokenizer": str(tpath),
+        # 1-minute load average before and after the runs: above the core count, other jobs shared the CPUs
+        "load_avg_1min": [load_before, os.getloadavg()[0]],
+    }
     if out_json:
         atomic_write_json(out_json, res)
     return res

@@ -39,8 +39,16 @@ def measure_scoring(job: dict) -> dict:
     return {"items": n, "seconds": seconds, "items_per_s": n / seconds, "batch_size": job["batch_size"]}
 
 
-def benchmark(model: str, task: str, task_args: dict, *, batch_sizes: tuple[int, ...] = (1, 16), rounds: int = 3,
-              threads: int | None = None, timeout_s: float = 1800) -> dict:
+def benchmark(
+    model: str,
+    task: str,
+    task_args: dict,
+    *,
+    batch_sizes: tuple[int, ...] = (1, 16),
+    rounds: int = 3,
+    threads: int | None = None,
+    timeout_s: float = 1800,
+) -> dict:
     """Items per second of ``task`` (a local task name and :func:`~azllm.evaluation.tasks.local_task` arguments) on
     the model folder ``model`` at each batch size: ``rounds`` fresh processes each, round-robin; returns the
     per-round rows, the median per batch size and the ratio of the largest batch size's median to the first's."""
@@ -54,12 +62,28 @@ def benchmark(model: str, task: str, task_args: dict, *, batch_sizes: tuple[int,
         for bs in order:
             job = {"model": str(model), "task": task, "task_args": task_args, "batch_size": bs, "threads": threads}
             start = os.getloadavg()[0]
-            res = ok_or_raise(run_fresh("azllm.bench.evaluation:measure_scoring", job, timeout_s=timeout_s),
-                              f"scoring {task} at batch size {bs}")
+            res = ok_or_raise(
+                run_fresh("azllm.bench.evaluation:measure_scoring", job, timeout_s=timeout_s),
+                f"scoring {task} at batch size {bs}",
+            )
             loads += [start, os.getloadavg()[0]]
-            rows.append({"round": r, "batch_size": bs, "items": res["items"], "seconds": res["seconds"],
-                         "items_per_s": res["items_per_s"], "load_start": round(start, 2),
-                         "load_end": round(loads[-1], 2)})
+            rows.append(
+                {
+                    "round": r,
+                    "batch_size": bs,
+                    "items": res["items"],
+                    "seconds": res["seconds"],
+                    "items_per_s": res["items_per_s"],
+                    "load_start": round(start, 2),
+                    "load_end": round(loads[-1], 2),
+                }
+            )
     medians = {bs: statistics.median(x["items_per_s"] for x in rows if x["batch_size"] == bs) for bs in batch_sizes}
-    return {"rows": rows, "medians": medians, "ratio": medians[batch_sizes[-1]] / medians[batch_sizes[0]],
-            "task": task, "rounds": rounds, **load_warning(loads)}
+    return {
+        "rows": rows,
+        "medians": medians,
+        "ratio": medians[batch_sizes[-1]] / medians[batch_sizes[0]],
+        "task": task,
+        "rounds": rounds,
+        **load_warning(loads),
+    }

@@ -21,10 +21,14 @@ def method_medians(runs: dict[str, list[dict]]) -> list[dict]:
     rows = []
     for m, rs in runs.items():
         t = [x["throughput"] for x in rs]
-        row = {"method": m, "rounds": len(rs), "trainable": rs[0]["parameters"]["trainable"],
-               "tokens_per_s": statistics.median(x["tokens_per_s"] for x in t),
-               "step_time_s": statistics.median(x["step_time_s"] for x in t),
-               "peak_rss_mb": max(x["peak_rss_mb"] for x in t)}
+        row = {
+            "method": m,
+            "rounds": len(rs),
+            "trainable": rs[0]["parameters"]["trainable"],
+            "tokens_per_s": statistics.median(x["tokens_per_s"] for x in t),
+            "step_time_s": statistics.median(x["step_time_s"] for x in t),
+            "peak_rss_mb": max(x["peak_rss_mb"] for x in t),
+        }
         if "cuda_max_allocated_mb" in t[0]:
             row["cuda_max_allocated_mb"] = max(x["cuda_max_allocated_mb"] for x in t)
         rows.append(row)

@@ -8,7 +8,8 @@ run's Azerbaijani text encoded with the base's own tokenizer (the keep way of no
 run would use (``train.precision``; ``auto`` is bf16 autocast on a bf16 CPU for a real base, in both paths).
 Decisions:
 
-- **The same work**: both paths build the same model from the same seed (:func:`azllm.assemble.assemble_model`), read windows of ``block_size`` tokens
+- **The same work**: both paths build the same model from the same seed (:func:`azllm.assemble.assemble_model`), read
+windows of ``block_size`` tokens
   of the run's token file (the bare loop through :class:`azllm.tokens.TokenWindowDataset` and a seeded
   permutation, stacked by hand), run AdamW from :func:`azllm.lora.make_optimizer` with the same warm-up + cosine
   schedule, clip the gradient norm and read the loss every ``logging_steps`` steps (``loss.item()``, as nanoGPT
@@ -39,38 +40,24 @@ from pathlib import Path
 from ..utils import progress
 from .process import load_warning, ok_or_raise, run_fresh
 
-__all__ = ["bare_loop", "trainer_path", "measure_overhead", "compare", "TRAIN_DEFAULTS"]
-
-# the training arguments of both paths unless the caller gives others (the tiny preset at the default batch):
-# fields of azllm.train.TrainSpec
-TRAIN_DEFAULTS = {"block_size": 128, "batch_size": 8, "max_steps": 60, "lr": 3e-3, "min_lr_ratio": 0.1,
-                  "warmup_steps": 10, "weight_decay": 0.1, "betas": [0.9, 0.95], "grad_clip": 1.0,
-                  "logging_steps": 10, "untimed_steps": 5, "seed": 1234}
+__all__ = ["bare_loop", "trainer_path", "measure_overhead", "compare"]
 
 
-def _model(preset: str, model: dict, vocab_size: int, seed: int, *, model_spec: dict | None = None, tokenizer=None):
-    """The model both paths train: a random init of ``preset`` + ``model``, or ``model_spec`` (the fields of
-    :class:`azllm.assemble.ModelSpec`: a pretrained base with its method, e.g. LoRA) for ``tokenizer``."""
+def _model(model_spec: dict, *, tokenizer):
+    """The model both paths train: :func:`azllm.assemble.assemble_model` of ``model_spec`` (the fields of
+    :class:`azllm.assemble.ModelSpec`, built by the recipe from the params) for ``tokenizer``."""
     from ..assemble import ModelSpec, assemble_model
 
-    if model_spec:
-        spec = {**model_spec, "target_modules": model_spec.get("target_modules") or "all-linear"}
-        if isinstance(spec["target_modules"], list):
-            spec["target_modules"] = tuple(spec["target_modules"])
-        return assemble_model(ModelSpec(**{**spec, "liger": tuple(spec.get("liger") or ())}), tokenizer)[0]
-    return assemble_model(ModelSpec(preset=preset, config=dict(model or {}), seed=seed), vocab_size=vocab_size)[0]
+    spec = {k: tuple(v) if isinstance(v, list) else v for k, v in model_spec.items()}
+    return assemble_model(ModelSpec(**spec), tokenizer)[0]
 
 
-def _spec(train: dict, report_to: tuple = ()):
-    """The :class:`azllm.train.TrainSpec` of both paths: no evaluation or checkpoint before the last step."""
+def _spec(train: dict):
+    """The :class:`azllm.train.TrainSpec` of both paths from its fields (built by the recipe from the params, with
+    no evaluation or checkpoint before the last step)."""
     from ..train import TrainSpec
 
-    t = {**TRAIN_DEFAULTS, **(train or {})}
-    n = int(t["max_steps"])
-    t.setdefault("precision", "fp32")
-    return TrainSpec(**{**t, "betas": tuple(t["betas"])}, grad_accum=1, optimizer="adamw",
-                     eval_steps=n + 1, eval_max_tokens=int(t["block_size"]) * 4, eval_batch_size=4, save_steps=n + 1,
-                     save_total_limit=1, resume=False, report_to=tuple(report_to))
+    return TrainSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in train.items()})
 
 
 def bare_loop(model, spec, *, train_file) -> dict:
@@ -85,18 +72,22 @@ def bare_loop(model, spec, *, train_file) -> dict:
     s = spec
     ds = TokenWindowDataset(train_file, s.block_size)
     g = torch.Generator().manual_seed(s.seed)
-    order = torch.cat([torch.randperm(len(ds), generator=g)
-                       for _ in range(-(-s.max_steps * s.batch_size // len(ds)))])
+    order = torch.cat([torch.randperm(len(ds), generator=g) for _ in range(-(-s.max_steps * s.batch_size // len(ds)))])
     opt = make_optimizer(model, "adamw", lr=s.lr, weight_decay=s.weight_decay, betas=tuple(s.betas))
-    sched = get_scheduler("cosine_with_min_lr", opt, num_warmup_steps=s.warmup_steps, num_training_steps=s.max_steps,
-                          scheduler_specific_kwargs={"min_lr_rate": float(s.min_lr_ratio)})
-    from ..train import precision_flags
+    sched = get_scheduler(
+        "cosine_with_min_lr",
+        opt,
+        num_warmup_steps=s.warmup_steps,
+        num_training_steps=s.max_steps,
+        scheduler_specific_kwargs={"min_lr_rate": float(s.min_lr_ratio)},
+    )
+    from ..loop import precision_flags
 
     bf16 = precision_flags(s.precision, sum(p.numel() for p in model.parameters()))["bf16"]  # as the Trainer's
     model.train()
     times, losses, last = [], [], time.perf_counter()
     for step in range(s.max_steps):
-        x = torch.stack([ds[int(i)]["input_ids"] for i in order[step * s.batch_size:(step + 1) * s.batch_size]])
+        x = torch.stack([ds[int(i)]["input_ids"] for i in order[step * s.batch_size : (step + 1) * s.batch_size]])
         with torch.autocast("cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = model(input_ids=x, labels=x).loss
         loss.backward()
@@ -110,8 +101,12 @@ def bare_loop(model, spec, *, train_file) -> dict:
         if step >= s.untimed_steps:
             times.append(now - last)
         last = now
-    return {"tokens_per_s": s.batch_size * s.block_size * len(times) / sum(times), "step_times": times,
-            "losses": losses, "timed_steps": len(times)}
+    return {
+        "tokens_per_s": s.batch_size * s.block_size * len(times) / sum(times),
+        "step_times": times,
+        "losses": losses,
+        "timed_steps": len(times),
+    }
 
 
 def trainer_path(model, spec, *, tokenizer, train_file, val_file, output_dir) -> dict:
@@ -119,19 +114,30 @@ def trainer_path(model, spec, *, tokenizer, train_file, val_file, output_dir) ->
     "timed_steps"}`` as :func:`bare_loop`."""
     from ..train import run_training
 
-    r = run_training(model, spec, tokenizer=tokenizer, train_file=train_file, eval_files={"val": val_file},
-                     output_dir=output_dir, key="overhead", progress=True)
+    r = run_training(
+        model,
+        spec,
+        tokenizer=tokenizer,
+        train_file=train_file,
+        eval_files={"val": val_file},
+        output_dir=output_dir,
+        key="overhead",
+        progress=True,
+    )
     cb = next(c for c in r["trainer"].callback_handler.callbacks if type(c).__name__ == "ThroughputCallback")
-    return {"tokens_per_s": r["throughput"]["tokens_per_s"], "step_times": cb.step_times,
-            "losses": [h["loss"] for h in r["curves"]["train"]], "timed_steps": r["throughput"]["timed_steps"]}
+    return {
+        "tokens_per_s": r["throughput"]["tokens_per_s"],
+        "step_times": cb.step_times,
+        "losses": [h["loss"] for h in r["curves"]["train"]],
+        "timed_steps": r["throughput"]["timed_steps"],
+    }
 
 
 def measure_overhead(job: dict) -> dict:
     """Fresh-process entry: both paths in this process, in ``job["order"]``, under the allocator setting the
     training path makes on CPU (:func:`azllm.train.keep_freed_memory`, applied first, so that both paths run
-    under it). ``job``: ``tokenizer`` (a folder), ``train_file``, ``val_file``, ``preset``, ``model`` (LlamaConfig
-    overrides), ``train`` (TrainSpec fields over :data:`TRAIN_DEFAULTS`), ``threads``, ``workdir``,
-    ``order`` (``["bare", "trainer"]`` or reversed), ``report_to``."""
+    under it). ``job``: ``tokenizer`` (a folder), ``train_file``, ``val_file``, ``model_spec`` (ModelSpec fields),
+    ``train`` (TrainSpec fields), ``threads``, ``workdir``, ``order`` (``["bare", "trainer"]`` or reversed)."""
     import torch
 
     from ..tokenizer import load_tokenizer
@@ -141,54 +147,96 @@ def measure_overhead(job: dict) -> dict:
         torch.set_num_threads(int(job["threads"]))
     kept = keep_freed_memory() if not torch.cuda.is_available() else False
     tok = load_tokenizer(job["tokenizer"])
-    spec = _spec(job.get("train", {}), tuple(job.get("report_to", ())))
+    spec = _spec(job["train"])
     out: dict = {"threads": torch.get_num_threads(), "freed_memory_kept": kept, "load_start": os.getloadavg()[0]}
     for path in job["order"]:
-        model = _model(job["preset"], job.get("model", {}), tok.vocab_size, spec.seed,
-                       model_spec=job.get("model_spec"), tokenizer=tok)
+        model = _model(job["model_spec"], tokenizer=tok)
         if path == "bare":
             r = bare_loop(model, spec, train_file=job["train_file"])
         else:
             with tempfile.TemporaryDirectory(dir=job.get("workdir")) as td:
-                r = trainer_path(model, spec, tokenizer=tok, train_file=job["train_file"], val_file=job["val_file"],
-                                 output_dir=Path(td) / "run")
+                r = trainer_path(
+                    model,
+                    spec,
+                    tokenizer=tok,
+                    train_file=job["train_file"],
+                    val_file=job["val_file"],
+                    output_dir=Path(td) / "run",
+                )
         out[path] = {k: v for k, v in r.items() if k != "step_times"}
         out[path]["step_s"] = statistics.median(r["step_times"])
     out["load_end"] = os.getloadavg()[0]
     return out
 
 
-def compare(*, tokenizer: str | os.PathLike, train_file: str | os.PathLike, val_file: str | os.PathLike,
-            preset: str = "tiny", model: dict | None = None, train: dict | None = None, rounds: int = 3,
-            threads: int = 1, report_to: tuple = ("tensorboard",), timeout_s: float = 900,
-            show_progress: bool = True, model_spec: dict | None = None) -> dict:
-    """The bare loop and the training path side by side in ``rounds`` fresh processes (:func:`measure_overhead`), the order
-    flipped every round. Returns ``{"rows": [{"round", "order", "bare", "trainer", "ratio", "load"}], "bare",
-    "trainer" (median tokens/s), "ratio" (of the medians), "ratio_min", "ratio_max", "steps", "tokens_per_step",
-    "threads", "freed_memory_kept"}``."""
-    t = {**TRAIN_DEFAULTS, **(train or {})}
+def compare(
+    *,
+    tokenizer: str | os.PathLike,
+    train_file: str | os.PathLike,
+    val_file: str | os.PathLike,
+    model_spec: dict,
+    train: dict,
+    rounds: int = 3,
+    threads: int = 1,
+    timeout_s: float = 900,
+    show_progress: bool = True,
+) -> dict:
+    """The bare loop and the training path side by side in ``rounds`` fresh processes (:func:`measure_overhead`), the
+    order flipped every round, on the model of ``model_spec`` (:class:`azllm.assemble.ModelSpec` fields) and the
+    loop of ``train`` (:class:`azllm.train.TrainSpec` fields). Returns ``{"rows": [{"round", "order", "bare",
+    "trainer", "ratio", "load"}], "bare", "trainer" (median tokens/s), "ratio" (of the medians), "ratio_min",
+    "ratio_max", "steps", "tokens_per_step", "threads", "freed_memory_kept"}``."""
+    t = dict(train)
     rows, bar = [], progress(total=rounds, desc="overhead", disable=not show_progress)
     with tempfile.TemporaryDirectory(prefix="azllm-overhead-") as work:
         for k in range(rounds):
             order = ["bare", "trainer"] if k % 2 == 0 else ["trainer", "bare"]
-            job = {"tokenizer": str(tokenizer), "train_file": str(train_file), "val_file": str(val_file),
-                   "preset": preset, "model": dict(model or {}), "train": t, "threads": threads, "workdir": work,
-                   "order": order, "report_to": list(report_to), "model_spec": model_spec}
-            r = ok_or_raise(run_fresh("azllm.bench.overhead:measure_overhead", job, timeout_s=timeout_s), f"round {k + 1}")
-            rows.append({"round": k + 1, "order": " then ".join(order), "bare": r["bare"]["tokens_per_s"],
-                         "trainer": r["trainer"]["tokens_per_s"],
-                         "ratio": r["trainer"]["tokens_per_s"] / r["bare"]["tokens_per_s"],
-                         "bare step ms": 1000 * r["bare"]["step_s"], "trainer step ms": 1000 * r["trainer"]["step_s"],
-                         "load_start": round(r["load_start"], 2), "load": round(r["load_end"], 2),
-                         "freed_memory_kept": r["freed_memory_kept"]})
+            job = {
+                "tokenizer": str(tokenizer),
+                "train_file": str(train_file),
+                "val_file": str(val_file),
+                "model_spec": dict(model_spec),
+                "train": t,
+                "threads": threads,
+                "workdir": work,
+                "order": order,
+            }
+            r = ok_or_raise(
+                run_fresh("azllm.bench.overhead:measure_overhead", job, timeout_s=timeout_s), f"round {k + 1}"
+            )
+            rows.append(
+                {
+                    "round": k + 1,
+                    "order": " then ".join(order),
+                    "bare": r["bare"]["tokens_per_s"],
+                    "trainer": r["trainer"]["tokens_per_s"],
+                    "ratio": r["trainer"]["tokens_per_s"] / r["bare"]["tokens_per_s"],
+                    "bare step ms": 1000 * r["bare"]["step_s"],
+                    "trainer step ms": 1000 * r["trainer"]["step_s"],
+                    "load_start": round(r["load_start"], 2),
+                    "load": round(r["load_end"], 2),
+                    "freed_memory_kept": r["freed_memory_kept"],
+                }
+            )
             bar.update(1)
     bar.close()
     bare, trainer = (statistics.median(r[p] for r in rows) for p in ("bare", "trainer"))
-    return {"rows": rows, "bare": bare, "trainer": trainer, "ratio": trainer / bare,
-            "ratio_min": min(r["ratio"] for r in rows), "ratio_max": max(r["ratio"] for r in rows),
-            "steps": t["max_steps"], "untimed_steps": t["untimed_steps"],
-            "tokens_per_step": t["batch_size"] * t["block_size"], "threads": threads, "preset": preset,
-            "model": dict(model or {}), "freed_memory_kept": rows[0]["freed_memory_kept"],
-            "base": (model_spec or {}).get("base"), "method": (model_spec or {}).get("method", "full"),
-            "precision": t.get("precision", "fp32"), **load_warning([r["load_start"] for r in rows]
-                                                                  + [r["load"] for r in rows])}
+    return {
+        "rows": rows,
+        "bare": bare,
+        "trainer": trainer,
+        "ratio": trainer / bare,
+        "ratio_min": min(r["ratio"] for r in rows),
+        "ratio_max": max(r["ratio"] for r in rows),
+        "steps": t["max_steps"],
+        "untimed_steps": t["untimed_steps"],
+        "tokens_per_step": t["batch_size"] * t["block_size"],
+        "threads": threads,
+        "preset": model_spec["preset"],
+        "model": dict(model_spec["config"]),
+        "freed_memory_kept": rows[0]["freed_memory_kept"],
+        "base": model_spec["base"],
+        "method": model_spec["method"],
+        "precision": t["precision"],
+        **load_warning([r["load_start"] for r in rows] + [r["load"] for r in rows]),
+    }

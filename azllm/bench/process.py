@@ -48,14 +48,17 @@ def load_warning(loads: list[float], cores: int | None = None) -> dict:
     top = max(loads) if loads else 0.0
     msg = None
     if top > cores:
-        msg = (f"load average reached {top:.2f} on {cores} cores during the benchmark: other processes competed for "
-               "the cores, so these timings are not a measurement; rerun on an idle machine")
+        msg = (
+            f"load average reached {top:.2f} on {cores} cores during the benchmark: other processes competed for "
+            "the cores, so these timings are not a measurement; rerun on an idle machine"
+        )
         warnings.warn(msg, stacklevel=2)
     return {"load_max": round(top, 2), "cores": cores, "load_warning": msg}
 
 
-def run_fresh(target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None,
-              cwd: str | os.PathLike | None = None) -> dict:
+def run_fresh(
+    target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None, cwd: str | os.PathLike | None = None
+) -> dict:
     """Run ``target(job)`` in a fresh Python process and return its result dict (see the module docstring).
 
     ``env``: variables laid over this process's environment for the child.
@@ -65,9 +68,14 @@ def run_fresh(target: str, job: dict, *, timeout_s: float = 3600, env: dict | No
         jp.write_text(json.dumps(job))
         t0 = time.time()
         try:
-            proc = subprocess.run([sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
-                                  env={**os.environ, **(env or {})}, cwd=cwd, capture_output=True, text=True,
-                                  timeout=timeout_s)
+            proc = subprocess.run(
+                [sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
             rc, err = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired:
             rc, err = None, ""

@@ -61,12 +61,18 @@ def _setup(job: dict):
     from ..sft.train import SftSpec, lora_config, prepare_model
     from ..utils import seed_everything
 
-    seed_everything(job["spec"].get("seed", 1234))
+    seed_everything(job["spec"]["seed"])
     tok = AutoTokenizer.from_pretrained(job["base"])
     info = prepare_tokenizer(tok, template=job.get("template", "auto"))
     model, _ = prepare_model(job["base"], method=job["method"], new_token_ids=info["added_tokens"])
     peft = lora_config(model, new_token_ids=info["added_tokens"], **job["lora"]) if job["method"] != "full" else None
-    return tok, info, model, peft, SftSpec(**job["spec"])
+    return (
+        tok,
+        info,
+        model,
+        peft,
+        SftSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in job["spec"].items()}),
+    )
 
 
 def _bare(job: dict, out: Path, timer: StepTimer):
@@ -79,9 +85,15 @@ def _bare(job: dict, out: Path, timer: StepTimer):
     tok, info, model, peft, spec = _setup(job)
     convs = json.loads(Path(job["conversations"]).read_text())
     args = _sft_config(out, spec, eval_on_start=True, world=1, n_params=sum(p.numel() for p in model.parameters()))
-    trainer = SFTTrainer(model=model, args=args, processing_class=tok, peft_config=peft, callbacks=[timer],
-                         train_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs]),
-                         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs[:4]]))
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        processing_class=tok,
+        peft_config=peft,
+        callbacks=[timer],
+        train_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs]),
+        eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs[:4]]),
+    )
     _expose_head_bias(trainer.model)  # without it TRL 1.16 + peft 0.21.2 fail at step 1 with trainable token rows
     trainer.train()
     return trainer.state, int(trainer._total_train_tokens)
@@ -95,21 +107,24 @@ def _loop(job: dict, out: Path, timer: StepTimer):
     import torch
     from peft import get_peft_model
 
-    from ..train import precision_flags
+    from ..loop import precision_flags
 
     tok, info, model, peft, spec = _setup(job)
     model = get_peft_model(model, peft) if peft is not None else model
     convs = json.loads(Path(job["conversations"]).read_text())
     rows = []
     for c in convs:
-        enc = tok.apply_chat_template(c["messages"], tokenize=True, return_dict=True,
-                                      return_assistant_tokens_mask=True)
-        ids, mask = enc["input_ids"][:spec.max_length], enc["assistant_masks"][:spec.max_length]
+        enc = tok.apply_chat_template(c["messages"], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        ids, mask = enc["input_ids"][: spec.max_length], enc["assistant_masks"][: spec.max_length]
         rows.append((ids, [t if m else -100 for t, m in zip(ids, mask)]))
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     bf16 = precision_flags(spec.precision, sum(p.numel() for p in model.parameters()))["bf16"]
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=spec.lr,
-                            weight_decay=spec.weight_decay)
+    opt = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=spec.lr,
+        weight_decay=spec.weight_decay,
+        betas=tuple(spec.betas),
+    )
     model.train()
     k, tokens = 0, 0
     for step in range(spec.max_steps):
@@ -135,8 +150,19 @@ def _recipe(job: dict, out: Path, timer: StepTimer):
 
     tok, info, model, peft, spec = _setup(job)
     convs = json.loads(Path(job["conversations"]).read_text())
-    r = run_sft(model, tok, spec, train_convs=convs, eval_convs=convs[:4], output_dir=out, key="bench",
-                peft_config=peft, end_of_turn_id=info["end_of_turn_id"], callbacks=[timer], progress=True)
+    r = run_sft(
+        model,
+        tok,
+        spec,
+        train_convs=convs,
+        eval_convs=convs[:4],
+        output_dir=out,
+        key="bench",
+        peft_config=peft,
+        end_of_turn_id=info["end_of_turn_id"],
+        callbacks=[timer],
+        progress=True,
+    )
     return r["trainer"].state, int(r["throughput"]["train_tokens"])
 
 
@@ -160,49 +186,78 @@ def measure_sft(job: dict) -> dict:
         with tempfile.TemporaryDirectory(dir=job.get("workdir")) as td:
             state, tokens = {"bare": _bare, "loop": _loop, "recipe": _recipe}[path](job, Path(td) / "run", timer)
         per_step = tokens / max(state.global_step, 1)
-        out[path] = {"tokens_per_s": per_step * len(timer.times) / sum(timer.times) if timer.times else None,
-                     "step_s": statistics.median(timer.times) if timer.times else None, "tokens": tokens,
-                     "steps": state.global_step, "timed_steps": len(timer.times),
-                     "losses": [h["loss"] for h in state.log_history if "loss" in h],
-                     "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+        out[path] = {
+            "tokens_per_s": per_step * len(timer.times) / sum(timer.times) if timer.times else None,
+            "step_s": statistics.median(timer.times) if timer.times else None,
+            "tokens": tokens,
+            "steps": state.global_step,
+            "timed_steps": len(timer.times),
+            "losses": [h["loss"] for h in state.log_history if "loss" in h],
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+        }
     out["load_end"] = os.getloadavg()[0]
     return out
 
 
-def compare_sft(*, base: str, conversations: list[dict], method: str = "lora", lora: dict | None = None,
-                spec: dict | None = None, template: str = "auto", rounds: int = 3, threads: int = 1,
-                timeout_s: float = 1800, show_progress: bool = True,
-                paths: tuple[str, ...] = ("loop", "bare", "recipe")) -> dict:
+def compare_sft(
+    *,
+    base: str,
+    conversations: list[dict],
+    method: str = "lora",
+    lora: dict | None = None,
+    spec: dict | None = None,
+    template: str = "auto",
+    rounds: int = 3,
+    threads: int = 1,
+    timeout_s: float = 1800,
+    show_progress: bool = True,
+    paths: tuple[str, ...] = ("loop", "bare", "recipe"),
+) -> dict:
     """The bare PyTorch + PEFT loop (``loop``), a bare ``SFTTrainer`` (``bare``) and azllm's path (``recipe``) side
     by side: every path of every round in a fresh process of its own (so its peak RSS is its own), the order rotated
     every round. Real (non-padding) tokens per second. Returns ``{"rows": [{"round", "order", <path>,
     "<path> step ms", "<path> peak GB", "ratio" (recipe / loop), "ratio_bare" (recipe / bare)}], <path> (median
     tokens/s), "peak_rss_gb" (per path, the largest), "ratio" (of the medians, recipe / loop), "ratio_min",
     "ratio_max", "ratio_bare", "same_losses" (bare and recipe), "load_*"}``."""
-    spec = {"keep_best": False, "eval_steps": 10 ** 6, "logging_steps": 5, **(spec or {})}
+    spec = {"keep_best": False, "eval_steps": 10**6, "logging_steps": 5, **(spec or {})}
     rows, same, loads = [], True, []
     bar = progress(total=rounds * len(paths), desc="sft overhead", disable=not show_progress)
     with tempfile.TemporaryDirectory(prefix="azllm-sft-bench-") as work:
         conv_file = Path(work) / "conversations.json"
         conv_file.write_text(json.dumps(conversations, ensure_ascii=False))
         for k in range(rounds):
-            order = list(paths[k % len(paths):]) + list(paths[:k % len(paths)])
+            order = list(paths[k % len(paths) :]) + list(paths[: k % len(paths)])
             row: dict = {"round": k + 1, "order": " then ".join(order)}
             losses = {}
             for path in order:
-                job = {"base": str(base), "conversations": str(conv_file), "method": method,
-                       "lora": dict(lora or {}), "spec": spec, "template": template, "threads": threads,
-                       "workdir": work, "order": [path]}
-                r = ok_or_raise(run_fresh("azllm.bench.sft:measure_sft", job, timeout_s=timeout_s),
-                                f"round {k + 1} {path}")
+                job = {
+                    "base": str(base),
+                    "conversations": str(conv_file),
+                    "method": method,
+                    "lora": dict(lora or {}),
+                    "spec": spec,
+                    "template": template,
+                    "threads": threads,
+                    "workdir": work,
+                    "order": [path],
+                }
+                r = ok_or_raise(
+                    run_fresh("azllm.bench.sft:measure_sft", job, timeout_s=timeout_s), f"round {k + 1} {path}"
+                )
                 loads += [r["load_start"], r["load_end"]]
-                row.update({path: r[path]["tokens_per_s"], f"{path} step ms": 1000 * r[path]["step_s"],
-                            f"{path} peak GB": r[path]["peak_rss_gb"]})
+                row.update(
+                    {
+                        path: r[path]["tokens_per_s"],
+                        f"{path} step ms": 1000 * r[path]["step_s"],
+                        f"{path} peak GB": r[path]["peak_rss_gb"],
+                    }
+                )
                 losses[path] = r[path]["losses"]
                 bar.update(1)
             if "bare" in losses and "recipe" in losses:  # azllm's compact LM head sums in another order
                 same &= len(losses["bare"]) == len(losses["recipe"]) and all(
-                    abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"]))
+                    abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"])
+                )
             if "loop" in row and "recipe" in row:
                 row["ratio"] = row["recipe"] / row["loop"]
             if "bare" in row and "recipe" in row:
@@ -210,11 +265,22 @@ def compare_sft(*, base: str, conversations: list[dict], method: str = "lora", l
             rows.append(row)
     bar.close()
     med = {p: statistics.median(r[p] for r in rows) for p in paths}
-    out = {"rows": rows, **med, "peak_rss_gb": {p: max(r[f"{p} peak GB"] for r in rows) for p in paths},
-           "same_losses": same, "method": method, "spec": spec, "threads": threads, **load_warning(loads)}
+    out = {
+        "rows": rows,
+        **med,
+        "peak_rss_gb": {p: max(r[f"{p} peak GB"] for r in rows) for p in paths},
+        "same_losses": same,
+        "method": method,
+        "spec": spec,
+        "threads": threads,
+        **load_warning(loads),
+    }
     if "loop" in med and "recipe" in med:
-        out.update(ratio=med["recipe"] / med["loop"], ratio_min=min(r["ratio"] for r in rows),
-                   ratio_max=max(r["ratio"] for r in rows))
+        out.update(
+            ratio=med["recipe"] / med["loop"],
+            ratio_min=min(r["ratio"] for r in rows),
+            ratio_max=max(r["ratio"] for r in rows),
+        )
     if "bare" in med and "recipe" in med:
         out["ratio_bare"] = med["recipe"] / med["bare"]
     return out

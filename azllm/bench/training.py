@@ -4,7 +4,8 @@
 :func:`azllm.memory.parse_variant`: ``baseline``, ``ckpt``, ``bf16``, ``liger``, ``liger_rope``, ``lora``,
 ``qlora``, ``adamw8``, and combinations such as ``lora+ckpt``) and runs each with :func:`run_variant` in a fresh
 process (:func:`azllm.bench.process.run_fresh` of :func:`measure_variant`) that builds the model with
-:func:`azllm.assemble.assemble_model` (the model training trains, :func:`variant_spec`), trains ``untimed_steps`` steps, then ``windows`` timed windows of
+:func:`azllm.assemble.assemble_model` (the model training trains, :func:`variant_spec`), trains ``untimed_steps``
+steps, then ``windows`` timed windows of
 ``steps`` steps each, and returns one JSON result. Decisions:
 
 - **Fresh process per variant**: peak memory is process-wide, so sharing a process would let one variant's
@@ -50,13 +51,30 @@ from .. import memory as mem
 from ..utils import atomic_write_bytes, progress, reset_peak_rss
 from .process import run_fresh
 
-__all__ = ["run_variants", "run_variant", "measure_variant", "variant_spec", "oom_probe", "synthetic_ids", "corpus_ids", "tokens_needed",
-           "model_shape", "resolve_device", "CHILD_ENV"]
+__all__ = [
+    "run_variants",
+    "run_variant",
+    "measure_variant",
+    "variant_spec",
+    "oom_probe",
+    "synthetic_ids",
+    "corpus_ids",
+    "tokens_needed",
+    "model_shape",
+    "resolve_device",
+    "CHILD_ENV",
+]
 
 CHILD_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_ARENA_MAX": "2", "TOKENIZERS_PARALLELISM": "false"}
 MB = 2**20
-WARMUP_SHAPE = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                "num_key_value_heads": 1, "head_dim": 8}
+WARMUP_SHAPE = {
+    "hidden_size": 16,
+    "intermediate_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 8,
+}
 
 
 # ------------------------------------------------------------------------------------------------ the token ids
@@ -102,8 +120,11 @@ def corpus_ids(docs: list[str], workdir: Path, tokenizer, n_tokens: int, source:
         ids = (ids * math.ceil(n_tokens / max(1, len(ids))))[:n_tokens]
     path = Path(workdir) / f"corpus-v{tokenizer.vocab_size}-{tokenizer.fingerprint[:12]}-n{n_tokens}.npy"
     _save_npy(path, np.asarray(ids[:n_tokens], dtype=np.int64))
-    return path, tokenizer.vocab_size, (f"{source} encoded with a {tokenizer.vocab_size}-piece {tokenizer.kind} "
-                                        "tokenizer")
+    return (
+        path,
+        tokenizer.vocab_size,
+        (f"{source} encoded with a {tokenizer.vocab_size}-piece {tokenizer.kind} tokenizer"),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- parent side
@@ -112,8 +133,16 @@ def model_shape(preset: str, vocab_size: int, overrides: dict) -> dict:
     from ..model import model_config
 
     c = model_config(preset, vocab_size, **(overrides or {}))
-    keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-            "head_dim", "vocab_size", "tie_word_embeddings")
+    keys = (
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "vocab_size",
+        "tie_word_embeddings",
+    )
     return {k: getattr(c, k, None) for k in keys}
 
 
@@ -130,16 +159,25 @@ def run_variant(job: dict, *, timeout_s: float) -> dict:
     ``timeout`` or ``error``, with ``reason`` for all but ``ok``."""
     res = run_fresh("azllm.bench.training:measure_variant", job, timeout_s=timeout_s, env=CHILD_ENV)
     if res["status"] == "killed":
-        res.update(status="oom", reason=f"OOM at batch {job['batch']} (seq {job['seq']}): child killed "
-                                        "(kernel OOM killer)")
+        res.update(
+            status="oom", reason=f"OOM at batch {job['batch']} (seq {job['seq']}): child killed (kernel OOM killer)"
+        )
     elif res["status"] == "crashed":
         res["status"] = "error"
     res.update(variant=job["variant"]["name"], batch=job["batch"], seq=job["seq"])
     return res
 
 
-def run_variants(variants: list[mem.Variant], base_job: dict, *, rounds: int, timeout_s: float, shape: dict,
-                 device: str, show_progress: bool = True) -> list[dict]:
+def run_variants(
+    variants: list[mem.Variant],
+    base_job: dict,
+    *,
+    rounds: int,
+    timeout_s: float,
+    shape: dict,
+    device: str,
+    show_progress: bool = True,
+) -> list[dict]:
     """Every variant in ``rounds`` round-robin rounds of fresh processes (a slow spell of a shared machine hits
     every variant, not one); windows of the same variant are pooled. Each result carries the memory model's
     prediction (``predicted``)."""
@@ -160,8 +198,9 @@ def run_variants(variants: list[mem.Variant], base_job: dict, *, rounds: int, ti
             elif r["status"] == "ok":
                 _pool(results[v.name], r)
             else:
-                results[v.name].setdefault("later_rounds", []).append({"status": r["status"],
-                                                                       "reason": r.get("reason")})
+                results[v.name].setdefault("later_rounds", []).append(
+                    {"status": r["status"], "reason": r.get("reason")}
+                )
     bar.close()
     return [results[v.name] for v in variants]
 
@@ -177,26 +216,51 @@ def _pool(acc: dict, r: dict) -> None:
     acc["loss_last_max_diff"] = max(acc.get("loss_last_max_diff", 0.0), abs(acc["loss_last"] - r["loss_last"]))
 
 
-def oom_probe(variant: mem.Variant, base_job: dict, *, cap_mb: float, batches: list[int], timeout_s: float,
-              shape: dict, device: str) -> dict:
+def oom_probe(
+    variant: mem.Variant,
+    base_job: dict,
+    *,
+    cap_mb: float,
+    batches: list[int],
+    timeout_s: float,
+    shape: dict,
+    device: str,
+) -> dict:
     """Run ``variant`` under a memory cap (``cap_mb`` above the baseline) at growing batch sizes until it runs out
     of memory: the measured largest batch, next to the fit planner's prediction for that budget."""
     rows = []
     for b in batches:
-        job = {**base_job, "variant": variant.to_dict(), "batch": int(b), "mem_cap_mb": cap_mb,
-               "untimed_steps": 2, "steps": 1, "windows": 1}
+        job = {
+            **base_job,
+            "variant": variant.to_dict(),
+            "batch": int(b),
+            "mem_cap_mb": cap_mb,
+            "untimed_steps": 2,
+            "steps": 1,
+            "windows": 1,
+        }
         r = run_variant(job, timeout_s=timeout_s)
         peaks = [x for x in r.get("peak_mb") or [] if x is not None]
-        rows.append({"batch": int(b), "status": r["status"], "reason": r.get("reason", ""),
-                     "peak_mb": sorted(peaks)[len(peaks) // 2] if peaks else None,
-                     "predicted_mb": mem.predict_memory(shape, variant, int(b), job["seq"], device=device)["total"]
-                     / MB})
+        rows.append(
+            {
+                "batch": int(b),
+                "status": r["status"],
+                "reason": r.get("reason", ""),
+                "peak_mb": sorted(peaks)[len(peaks) // 2] if peaks else None,
+                "predicted_mb": mem.predict_memory(shape, variant, int(b), job["seq"], device=device)["total"] / MB,
+            }
+        )
         if r["status"] != "ok":
             break
     ok = [r["batch"] for r in rows if r["status"] == "ok"]
-    return {"variant": variant.name, "cap_mb": cap_mb, "rows": rows, "measured_max_batch": max(ok) if ok else 0,
-            "first_oom": next((r["reason"] for r in rows if r["status"] == "oom"), None),
-            "planner_max_batch": mem.max_batch(shape, variant, base_job["seq"], cap_mb * MB, device=device)}
+    return {
+        "variant": variant.name,
+        "cap_mb": cap_mb,
+        "rows": rows,
+        "measured_max_batch": max(ok) if ok else 0,
+        "first_oom": next((r["reason"] for r in rows if r["status"] == "oom"), None),
+        "planner_max_batch": mem.max_batch(shape, variant, base_job["seq"], cap_mb * MB, device=device),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ child side
@@ -214,23 +278,37 @@ def _is_oom(e: BaseException) -> bool:
         return True
     msg = str(e).lower()
     return type(e).__name__ == "OutOfMemoryError" or any(
-        s in msg for s in ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory"))
+        s in msg for s in ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory")
+    )
 
 
-def variant_spec(v: mem.Variant, job: dict, device: str | None = None, *, preset: str | None = None,
-                 model: dict | None = None):
-    """The :class:`azllm.assemble.ModelSpec` of a benchmark variant: the same fields training fills from the params
-    (:func:`azllm.recipes.train.model_spec`), so that a variant is the model a run of the same settings trains."""
+def variant_spec(
+    v: mem.Variant, job: dict, device: str | None = None, *, preset: str | None = None, model: dict | None = None
+):
+    """The :class:`azllm.assemble.ModelSpec` of a benchmark variant: the job's ``model_spec`` (built from the params
+    by the recipe, as training builds its own: :func:`azllm.recipes.benchmark.benchmark_job`) with the variant's
+    method, dtype, Liger kernels, quantization, LoRA rank and dropout and checkpointing laid over it, so that a
+    variant is the model a run of the same settings trains."""
+    from dataclasses import replace
+
     from ..assemble import ModelSpec
 
-    method = "qlora" if v.quant else ("lora" if v.lora else "full")
-    return ModelSpec(method=method, preset=preset or job["preset"], config=dict(job["model"] if model is None else model),
-                     dtype=v.dtype, seed=int(job["seed"]), liger=tuple(v.liger), quant_bits=int(v.quant or 4),
-                     quant_type="nf4", double_quant=bool(v.double_quant), compute_dtype=v.dtype,
-                     lora_r=int(v.lora_r), lora_alpha=int(job["lora"]["alpha"]), lora_dropout=float(v.lora_dropout),
-                     use_rslora=bool(job["lora"].get("use_rslora", False)),
-                     target_modules=tuple(job["lora"].get("target_modules") or ()) or "all-linear",
-                     gradient_checkpointing=bool(v.grad_ckpt), device=device)
+    base = ModelSpec(**{k: tuple(x) if isinstance(x, list) else x for k, x in job["model_spec"].items()})
+    return replace(
+        base,
+        method="qlora" if v.quant else ("lora" if v.lora else "full"),
+        preset=preset or base.preset,
+        config=dict(base.config if model is None else model),
+        dtype=v.dtype,
+        liger=tuple(v.liger),
+        quant_bits=int(v.quant or base.quant_bits),
+        double_quant=bool(v.double_quant),
+        compute_dtype=v.dtype,
+        lora_r=int(v.lora_r),
+        lora_dropout=float(v.lora_dropout),
+        gradient_checkpointing=bool(v.grad_ckpt),
+        device=device,
+    )
 
 
 def _build(v: mem.Variant, job: dict, device: str, *, model: dict | None = None):
@@ -284,14 +362,14 @@ def _batches(job: dict) -> list:
     span = batch * (seq + 1)
     if ids.numel() < n_steps * span:
         ids = ids.repeat(math.ceil(n_steps * span / ids.numel()))
-    return [ids[k * span:(k + 1) * span].view(batch, seq + 1)[:, :seq].contiguous() for k in range(n_steps)]
+    return [ids[k * span : (k + 1) * span].view(batch, seq + 1)[:, :seq].contiguous() for k in range(n_steps)]
 
 
 def _warm_code_paths(v: mem.Variant, job: dict, device: str, x) -> str | None:
     """Two steps of a minuscule model of the same variant, so that lazy imports and one-time library state
     (OpenMP pool, oneDNN, bitsandbytes backend, CUDA context and cuBLAS) land in the baseline."""
     try:
-        wm, wopt, _ = _build(v, job, device, model={**job["model"], **WARMUP_SHAPE})
+        wm, wopt, _ = _build(v, job, device, model={**job["model_spec"]["config"], **WARMUP_SHAPE})
         if wopt is not None:
             for _ in range(2):
                 _step(wm, wopt, x[:1, :8].to(device))
@@ -340,8 +418,10 @@ def _timed_steps(model, opt, batches: list, job: dict, cuda: bool, base: dict) -
 
     def peak_now() -> dict:
         if cuda:
-            return {"peak_mb": (torch.cuda.max_memory_allocated() - base["base_alloc"]) / MB,
-                    "reserved_mb": torch.cuda.max_memory_reserved() / MB}
+            return {
+                "peak_mb": (torch.cuda.max_memory_allocated() - base["base_alloc"]) / MB,
+                "reserved_mb": torch.cuda.max_memory_reserved() / MB,
+            }
         return {"peak_mb": _proc_status()["VmHWM"] / MB - base["baseline_mb"]}
 
     losses, windows, win, out = [], [], None, {"untimed_peak_mb": None}
@@ -364,10 +444,20 @@ def _timed_steps(model, opt, batches: list, job: dict, cuda: bool, base: dict) -
         if w >= 0:
             win["steps"].append(time.perf_counter() - ts)
             if len(win["steps"]) == job["steps"]:
-                windows.append({"tokens_per_s": tokens_per_step * job["steps"] / (time.perf_counter() - win["t0"]),
-                                "step_s": float(np.median(win["steps"])), **peak_now()})
-    out.update(status="ok", losses=losses, loss_first=losses[0], loss_last=losses[-1],
-               **{k: [w_[k] for w_ in windows] for k in windows[0]})
+                windows.append(
+                    {
+                        "tokens_per_s": tokens_per_step * job["steps"] / (time.perf_counter() - win["t0"]),
+                        "step_s": float(np.median(win["steps"])),
+                        **peak_now(),
+                    }
+                )
+    out.update(
+        status="ok",
+        losses=losses,
+        loss_first=losses[0],
+        loss_last=losses[-1],
+        **{k: [w_[k] for w_ in windows] for k in windows[0]},
+    )
     return out
 
 
@@ -406,13 +496,20 @@ def measure_variant(job: dict) -> dict:
         if cuda:
             torch.cuda.empty_cache()  # build transients (e.g. the bf16 copy QLoRA quantizes) out of "reserved"
             batches = [b_.to(device) for b_ in batches]
-        res.update(params=sum(p.numel() for p in model.parameters()), build_s=time.time() - t0,
-                   trainable=sum(p.numel() for p in model.parameters() if p.requires_grad))
+        res.update(
+            params=sum(p.numel() for p in model.parameters()),
+            build_s=time.time() - t0,
+            trainable=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        )
         res.update(_timed_steps(model, opt, batches, job, cuda, base))
     except Exception as e:  # noqa: BLE001 - classified here
         if _is_oom(e):
-            return {**res, "status": "oom", "reason": f"OOM at batch {job['batch']} (seq {job['seq']}): "
-                                                      f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+            return {
+                **res,
+                "status": "oom",
+                "reason": f"OOM at batch {job['batch']} (seq {job['seq']}): "
+                f"{type(e).__name__}: {str(e).splitlines()[0][:200]}",
+            }
         raise
     res.update(total_s=time.time() - t0, load_end=os.getloadavg()[0])
     return res

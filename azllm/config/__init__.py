@@ -40,21 +40,75 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from ..utils import json_hash
-from .data import (BaselineConfig, DataConfig, Dtype, EncoderBenchConfig, ParallelPair, ReportConfig, SourceConfig,
-                   SweepConfig, TokenizerConfig, TokensConfig, _baselines, _Section)
 from .corpus import CorpusConfig, MinhashSettings, MixConfig, QualityConfig
+from .data import (
+    BaselineConfig,
+    DataConfig,
+    Dtype,
+    EncoderBenchConfig,
+    ParallelPair,
+    ReportConfig,
+    SourceConfig,
+    SweepConfig,
+    TokenizerConfig,
+    TokensConfig,
+    _baselines,
+    _Section,
+)
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
 from .sft import SftConfig, SftSourceConfig, SftVariant
-from .training import (AdaptConfig, BenchmarkConfig, FitConfig, GenerateConfig, JobConfig, LigerConfig, LoraConfig,
-                       ModelConfig, OomProbeConfig, QuantConfig, TrainConfig)
+from .training import (
+    AdaptConfig,
+    BenchmarkConfig,
+    FitConfig,
+    GenerateConfig,
+    JobConfig,
+    LigerConfig,
+    LoraConfig,
+    ModelConfig,
+    OomProbeConfig,
+    QuantConfig,
+    TrainConfig,
+)
 
-__all__ = ["Config", "ParamsError", "load_params", "deep_update", "SourceConfig", "DataConfig", "ParallelPair",
-           "TokenizerConfig", "SweepConfig", "BaselineConfig", "ReportConfig", "TokensConfig", "EncoderBenchConfig",
-           "ModelConfig", "LigerConfig", "LoraConfig", "QuantConfig", "TrainConfig", "GenerateConfig",
-           "BenchmarkConfig", "OomProbeConfig", "FitConfig", "JobConfig", "AdaptConfig", "Dtype", "CorpusConfig",
-           "QualityConfig", "MinhashSettings", "MixConfig", "EvalConfig", "LocalTaskConfig", "ProbeConfig",
-           "SftConfig", "SftSourceConfig", "SftVariant"]
+__all__ = [
+    "Config",
+    "ParamsError",
+    "load_params",
+    "deep_update",
+    "SourceConfig",
+    "DataConfig",
+    "ParallelPair",
+    "TokenizerConfig",
+    "SweepConfig",
+    "BaselineConfig",
+    "ReportConfig",
+    "TokensConfig",
+    "EncoderBenchConfig",
+    "ModelConfig",
+    "LigerConfig",
+    "LoraConfig",
+    "QuantConfig",
+    "TrainConfig",
+    "GenerateConfig",
+    "BenchmarkConfig",
+    "OomProbeConfig",
+    "FitConfig",
+    "JobConfig",
+    "AdaptConfig",
+    "Dtype",
+    "CorpusConfig",
+    "QualityConfig",
+    "MinhashSettings",
+    "MixConfig",
+    "EvalConfig",
+    "LocalTaskConfig",
+    "ProbeConfig",
+    "SftConfig",
+    "SftSourceConfig",
+    "SftVariant",
+]
 
 
 class ParamsError(ValueError):
@@ -63,6 +117,7 @@ class ParamsError(ValueError):
 
 # ------------------------------------------------------------------------------------------------------- run
 
+
 class Config(_Section):
     """Every parameter of a run."""
 
@@ -70,8 +125,18 @@ class Config(_Section):
     """Name of the run: reports/<run_name>/, artifacts/<run_name>/."""
     seed: int = 1234
     """Seed of tokenizers, models, data order and sampling."""
-    notebooks: list[str] = Field(default_factory=lambda: ["00_corpus", "01_tokenizers", "02_tokens", "03_train",
-                                                          "04_benchmark", "05_adapt", "06_evaluate", "07_sft"])
+    notebooks: list[str] = Field(
+        default_factory=lambda: [
+            "00_corpus",
+            "01_tokenizers",
+            "02_tokens",
+            "03_train",
+            "04_benchmark",
+            "05_adapt",
+            "06_evaluate",
+            "07_sft",
+        ]
+    )
     """Notebooks executed, in order, from notebooks/."""
     data: DataConfig = Field(default_factory=DataConfig)
     """Data sources."""
@@ -111,8 +176,19 @@ class Config(_Section):
 
 # ------------------------------------------------------------------------------------------------- loading
 
-_SECRET_KEYS = {"token", "hf_token", "hub_token", "use_auth_token", "auth_token", "api_key", "apikey", "password",
-                "secret", "access_token", "wandb_api_key"}
+_SECRET_KEYS = {
+    "token",
+    "hf_token",
+    "hub_token",
+    "use_auth_token",
+    "auth_token",
+    "api_key",
+    "apikey",
+    "password",
+    "secret",
+    "access_token",
+    "wandb_api_key",
+}
 _SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,})$")
 
 
@@ -122,7 +198,8 @@ def _check_secrets(obj: Any, where: str = "") -> None:
             if str(k).lower() in _SECRET_KEYS or (isinstance(v, str) and _SECRET_VALUE.match(v)):
                 raise ParamsError(
                     f"{where + '.' if where else ''}{k}: looks like a secret. Never put tokens or passwords in "
-                    "params (they end up in reports); set HF_TOKEN in the environment instead.")
+                    "params (they end up in reports); set HF_TOKEN in the environment instead."
+                )
             _check_secrets(v, f"{where}.{k}" if where else str(k))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):

@@ -11,11 +11,11 @@ Dtype = Literal["fp32", "bf16", "fp16"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True,
-                              validate_default=False)
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True, validate_default=False)
 
 
 # ------------------------------------------------------------------------------------------------------ data
+
 
 class SourceConfig(_Section):
     """One data source: a local path (used when it matches files), else a hub dataset streamed."""
@@ -52,10 +52,12 @@ class ParallelPair(_Section):
     """The English side, line by line the translation of ``az``."""
 
 
-_FLORES_AZ = dict(path="data/az/dev/flores200.dev.azj_Latn.txt", hub="openlanguagedata/flores_plus",
-                  config="azj_Latn", split="dev")
-_FLORES_EN = dict(path="data/az/dev/flores200.dev.eng_Latn.txt", hub="openlanguagedata/flores_plus",
-                  config="eng_Latn", split="dev")
+_FLORES_AZ = dict(
+    path="data/az/dev/flores200.dev.azj_Latn.txt", hub="openlanguagedata/flores_plus", config="azj_Latn", split="dev"
+)
+_FLORES_EN = dict(
+    path="data/az/dev/flores200.dev.eng_Latn.txt", hub="openlanguagedata/flores_plus", config="eng_Latn", split="dev"
+)
 
 
 class DataConfig(_Section):
@@ -63,14 +65,20 @@ class DataConfig(_Section):
 
     root: str | None = None
     """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (the Makefile sets it to ../shared)."""
-    train: SourceConfig = _src(path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az",
-                               max_bytes=50_000_000)
+    train: SourceConfig = _src(
+        path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az", max_bytes=50_000_000
+    )
     """The training corpus (tokenizers, token files, models)."""
-    eval: dict[str, SourceConfig] = Field(default_factory=lambda: {
-        "flores": SourceConfig(**_FLORES_AZ), "xwmt": SourceConfig(path="data/az/dev/xwmt.test.az.txt")})
+    eval: dict[str, SourceConfig] = Field(
+        default_factory=lambda: {
+            "flores": SourceConfig(**_FLORES_AZ),
+            "xwmt": SourceConfig(path="data/az/dev/xwmt.test.az.txt"),
+        }
+    )
     """Held-out sets by name: tokenizer metrics and the models' dev evaluations. The first one ranks tokenizers."""
-    parallel: dict[str, ParallelPair] = Field(default_factory=lambda: {
-        "flores": ParallelPair(az=SourceConfig(**_FLORES_AZ), en=SourceConfig(**_FLORES_EN))})
+    parallel: dict[str, ParallelPair] = Field(
+        default_factory=lambda: {"flores": ParallelPair(az=SourceConfig(**_FLORES_AZ), en=SourceConfig(**_FLORES_EN))}
+    )
     """Line-parallel az/en sets by name, for the token parity az/en."""
     lexicon: str | None = "data/az/lexicon"
     """Folder (under the data root) with ``unimorph_aze.tsv`` and ``mozillaz_hunspell_az.dic``/``.aff``: the
@@ -78,6 +86,7 @@ class DataConfig(_Section):
 
 
 # ------------------------------------------------------------------------------------------------ tokenizer
+
 
 class SweepConfig(_Section):
     """The tokenizer study: every combination below is trained and measured."""
@@ -142,16 +151,18 @@ class BaselineConfig(_Section):
 
 def _baselines() -> dict[str, BaselineConfig]:
     b = BaselineConfig
-    return {"gpt2": b(path="tokenizers/gpt2", hub="openai-community/gpt2"),
-            "llama2": b(path="tokenizers/llama2/tokenizer.model", hub="meta-llama/Llama-2-7b-hf"),
-            "mistral": b(path="tokenizers/mistral-7b-v0.1/tokenizer.model", hub="mistralai/Mistral-7B-v0.1"),
-            "llama3": b(path="tokenizers/llama3.1", hub="meta-llama/Llama-3.2-1B"),
-            "qwen3": b(path="tokenizers/qwen3", hub="Qwen/Qwen3-0.6B"),
-            "gemma": b(path="tokenizers/gemma", hub="google/gemma-2-2b"),
-            "xlm-r": b(path="tokenizers/xlm-roberta/tokenizer.json", hub="FacebookAI/xlm-roberta-base"),
-            "cl100k": b(tiktoken="cl100k_base", path="tokenizers/tiktoken_cache"),
-            "o200k": b(tiktoken="o200k_base", path="tokenizers/tiktoken_cache"),
-            "aztc-32k": b(path="tokenizers/az-localdoc-aztc", hub="LocalDoc/az-tokenizer")}
+    return {
+        "gpt2": b(path="tokenizers/gpt2", hub="openai-community/gpt2"),
+        "llama2": b(path="tokenizers/llama2/tokenizer.model", hub="meta-llama/Llama-2-7b-hf"),
+        "mistral": b(path="tokenizers/mistral-7b-v0.1/tokenizer.model", hub="mistralai/Mistral-7B-v0.1"),
+        "llama3": b(path="tokenizers/llama3.1", hub="meta-llama/Llama-3.2-1B"),
+        "qwen3": b(path="tokenizers/qwen3", hub="Qwen/Qwen3-0.6B"),
+        "gemma": b(path="tokenizers/gemma", hub="google/gemma-2-2b"),
+        "xlm-r": b(path="tokenizers/xlm-roberta/tokenizer.json", hub="FacebookAI/xlm-roberta-base"),
+        "cl100k": b(tiktoken="cl100k_base", path="tokenizers/tiktoken_cache"),
+        "o200k": b(tiktoken="o200k_base", path="tokenizers/tiktoken_cache"),
+        "aztc-32k": b(path="tokenizers/az-localdoc-aztc", hub="LocalDoc/az-tokenizer"),
+    }
 
 
 class ReportConfig(_Section):
@@ -159,9 +170,16 @@ class ReportConfig(_Section):
 
     show_code: bool = False
     """Show code cells in the HTML pages."""
-    long_words: list[str] = Field(default_factory=lambda: [
-        "evlərimizdən", "Azərbaycanlılaşdıra bilmədiklərimizdənsinizmi", "universitetlərimizdə",
-        "müəllimlərimizin", "qanunvericiliyində", "gözləmədiyimiz"])
+    long_words: list[str] = Field(
+        default_factory=lambda: [
+            "evlərimizdən",
+            "Azərbaycanlılaşdıra bilmədiklərimizdənsinizmi",
+            "universitetlərimizdə",
+            "müəllimlərimizin",
+            "qanunvericiliyində",
+            "gözləmədiyimiz",
+        ]
+    )
     """Words whose segmentation by every tokenizer is shown."""
     kernel_start_timeout: int = Field(default=300, ge=1)
     """Seconds a notebook's kernel may take to start (papermill's ``start_timeout``, 60 by default, was too short
@@ -172,6 +190,7 @@ class ReportConfig(_Section):
 
 
 # --------------------------------------------------------------------------------------------------- tokens
+
 
 class EncoderBenchConfig(_Section):
     """The token-file encoder benchmark (notebook 02, azllm.bench.encoder)."""
@@ -207,5 +226,3 @@ class TokensConfig(_Section):
     """Documents per chunk (memory stays flat at ~2 x num_workers chunks)."""
     benchmark: EncoderBenchConfig = Field(default_factory=EncoderBenchConfig)
     """The encoder benchmark."""
-
-

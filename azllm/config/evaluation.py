@@ -36,9 +36,12 @@ def _local() -> dict[str, LocalTaskConfig]:
         "sib200_en": LocalTaskConfig(path=sib.format("eng_Latn", "dev"), fewshot_path=sib.format("eng_Latn", "train")),
         "tumlu_az": LocalTaskConfig(path=tumlu, fewshot_path=tumlu, num_fewshot=0),
         "tumlu_az_cot": LocalTaskConfig(path=tumlu, fewshot_path=tumlu, num_fewshot=1, max_gen_toks=128),
-        "mmlu_en": LocalTaskConfig(path=f"{mmlu}/val", fewshot_path=f"{mmlu}/dev", num_fewshot=5,
-                                   subset=["high_school_geography", "miscellaneous", "nutrition",
-                                           "high_school_psychology", "marketing"]),
+        "mmlu_en": LocalTaskConfig(
+            path=f"{mmlu}/val",
+            fewshot_path=f"{mmlu}/dev",
+            num_fewshot=5,
+            subset=["high_school_geography", "miscellaneous", "nutrition", "high_school_psychology", "marketing"],
+        ),
         "flores_en_az": LocalTaskConfig(path=flores, fewshot_path=flores, num_fewshot=1, first=24, max_gen_toks=48),
         "flores_az_en": LocalTaskConfig(path=flores, fewshot_path=flores, num_fewshot=1, first=24, max_gen_toks=48),
     }
@@ -69,15 +72,16 @@ class EvalConfig(_Section):
     """Downstream evaluation: lm-eval tasks (shipped local YAMLs and lm-eval's registry), the probe, and the
     before/after verdicts."""
 
-    tasks: list[str] = Field(default_factory=lambda: ["sib200_az", "sib200_en", "tumlu_az", "mmlu_en",
-                                                      "flores_en_az", "flores_az_en"])
+    tasks: list[str] = Field(
+        default_factory=lambda: ["sib200_az", "sib200_en", "tumlu_az", "mmlu_en", "flores_en_az", "flores_az_en"]
+    )
     """Tasks scored: names of ``local`` and/or lm-eval registry names (``belebele_azj_Latn``,
-    ``include_base_44_azerbaijani``, ``global_piqa_nonparallel_cloze_azj_latn``, ``mmlu``, ``hellaswag``, ``arc_easy``: validated against the
+    ``include_base_44_azerbaijani``, ``global_piqa_nonparallel_cloze_azj_latn``, ``mmlu``, ``hellaswag``,
+    ``arc_easy``: validated against the
     registry, loaded from the Hugging Face Hub when run). A name neither knows is an error listing close ones."""
     local: dict[str, LocalTaskConfig] = Field(default_factory=_local)
     """The shipped tasks' data (a map replaces the default as a whole when given)."""
-    az_tasks: list[str] = Field(default_factory=lambda: ["sib200_az", "tumlu_az", "flores_en_az",
-                                                         "sib200_az_probe"])
+    az_tasks: list[str] = Field(default_factory=lambda: ["sib200_az", "tumlu_az", "flores_en_az", "sib200_az_probe"])
     """Which results are Azerbaijani (the before -> after tables group them)."""
     en_tasks: list[str] = Field(default_factory=lambda: ["sib200_en", "mmlu_en", "flores_az_en", "sib200_en_probe"])
     """Which results are English (the forgetting measure)."""

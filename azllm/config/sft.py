@@ -31,8 +31,10 @@ class SftSourceConfig(SourceConfig):
 
 
 def _sources() -> dict[str, SftSourceConfig]:
-    return {"native": SftSourceConfig(path="data/az/sft/native_train.jsonl", origin="native"),
-            "alpaca_mt": SftSourceConfig(path="data/az/sft/alpaca_az_mt.jsonl", origin="translated")}
+    return {
+        "native": SftSourceConfig(path="data/az/sft/native_train.jsonl", origin="native"),
+        "alpaca_mt": SftSourceConfig(path="data/az/sft/alpaca_az_mt.jsonl", origin="translated"),
+    }
 
 
 class SftVariant(_Section):
@@ -68,8 +70,21 @@ class SftConfig(_Section):
     on_bad_record: Literal["error", "drop"] = "error"
     """A record with an unknown role, no assistant turn, or ending on a user turn: stop with an error naming it,
     or drop it and count it in the data table."""
-    placeholders: list[str] = Field(default_factory=lambda: ["Yox", "Yoxdur", "Heç nə", "Heç biri", "-", "—",
-                                                             "N/A", "none", "null", "<noinput>", "No input"])
+    placeholders: list[str] = Field(
+        default_factory=lambda: [
+            "Yox",
+            "Yoxdur",
+            "Heç nə",
+            "Heç biri",
+            "-",
+            "—",
+            "N/A",
+            "none",
+            "null",
+            "<noinput>",
+            "No input",
+        ]
+    )
     """Values of an instruction record's ``input`` that mean "no input" (matched after normalization, ignoring case
     and end punctuation): the translation artefact ``"Yox"`` of the machine-translated Alpaca set. Only the
     ``input`` field: a reply "Yox" in a conversation is a real answer."""
@@ -85,8 +100,9 @@ class SftConfig(_Section):
     """Drop training conversations that overlap the held-out split or the evaluation texts (counted)."""
     decontaminate_sets: list[str] | None = None
     """Names of ``data.eval`` sets checked against (None: all of them)."""
-    decontaminate_extra: dict[str, SourceConfig] = Field(default_factory=lambda: {
-        "tumlu": SourceConfig(path="data/az/eval/tumlu/dev/*.jsonl", text_field="question")})
+    decontaminate_extra: dict[str, SourceConfig] = Field(
+        default_factory=lambda: {"tumlu": SourceConfig(path="data/az/eval/tumlu/dev/*.jsonl", text_field="question")}
+    )
     """More evaluation texts checked against, by name (e.g. the questions of an evaluation task); a source that
     is not found is reported and skipped."""
     decontaminate_ngram: int = 8
@@ -123,6 +139,10 @@ class SftConfig(_Section):
     """Linear warm-up steps."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
+    betas: list[float] = Field(default_factory=lambda: [0.9, 0.999])
+    """AdamW betas (the Trainer's defaults, which SFT used before it had a key)."""
+    grad_clip: float = 1.0
+    """Gradient norm clipping."""
     optimizer: Literal["adamw", "adamw_8bit", "paged_adamw_8bit"] = "adamw"
     """torch AdamW or bitsandbytes' (paged) 8-bit AdamW."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
@@ -132,6 +152,8 @@ class SftConfig(_Section):
     """Recompute activations in the backward pass (TRL's default is on; azllm's is off)."""
     eval_steps: int = 50
     """Held-out loss every this many steps (a checkpoint is saved at each evaluation)."""
+    eval_batch_size: int = 8
+    """Held-out conversations per evaluation batch."""
     keep_best: bool = True
     """Load the checkpoint with the lowest held-out loss at the end (small instruction sets overfit fast)."""
     early_stopping_patience: int | None = None
@@ -152,10 +174,15 @@ class SftConfig(_Section):
     """Held-out prompts generated at once (left-padded, sorted by length; the same greedy answers as one at a time)."""
     samples_shown: int = 3
     """Held-out answers shown side by side with their references."""
-    compare: list[SftVariant] = Field(default_factory=lambda: [
-        SftVariant(method="lora", packing=True), SftVariant(method="full", packing=False),
-        SftVariant(method="full", packing=True), SftVariant(method="qlora", packing=False),
-        SftVariant(method="qlora", packing=True)])
+    compare: list[SftVariant] = Field(
+        default_factory=lambda: [
+            SftVariant(method="lora", packing=True),
+            SftVariant(method="full", packing=False),
+            SftVariant(method="full", packing=True),
+            SftVariant(method="qlora", packing=False),
+            SftVariant(method="qlora", packing=True),
+        ]
+    )
     """Variants trained for the methods table (each in its own process), from the same base and data; with the main
     run (``method``, ``packing``) the six of full / LoRA / QLoRA x packing off / on by default."""
     compare_steps: int = 20

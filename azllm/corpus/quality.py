@@ -11,7 +11,8 @@ rule                         breaks when
 ``word_length``              mean length of words outside [``min_mean_word_length``, ``max_mean_word_length``]
 ``symbols``                  ``#`` and ``...``/``…`` per word above ``max_symbol_ratio`` (Gopher)
 ``digits``                   digits / characters above ``max_digit_ratio``
-``non_alpha_words``          words without a letter / words above ``max_non_alpha_ratio`` (Gopher: 0.2; 0.5 here, since one-line documents with a number or a dash are normal)
+``non_alpha_words``          words without a letter / words above ``max_non_alpha_ratio`` (Gopher: 0.2; 0.5 here,
+since one-line documents with a number or a dash are normal)
 ``punctuation_lines``        share of lines with no letter above ``max_punctuation_line_ratio`` (C4/FineWeb)
 ``duplicate_lines``          share of lines repeated inside the document above ``max_duplicate_line_ratio``
 ``repeated_ngrams``          characters in repeated word 5-grams / characters above ``max_repeated_5gram_ratio``
@@ -26,20 +27,30 @@ from collections import Counter
 
 __all__ = ["quality_problem", "RULES"]
 
-RULES = ("too_short", "too_long", "word_length", "symbols", "digits", "non_alpha_words", "punctuation_lines",
-         "duplicate_lines", "repeated_ngrams", "repeated_chars")
+RULES = (
+    "too_short",
+    "too_long",
+    "word_length",
+    "symbols",
+    "digits",
+    "non_alpha_words",
+    "punctuation_lines",
+    "duplicate_lines",
+    "repeated_ngrams",
+    "repeated_chars",
+)
 
 
 def _repeated_ngram_share(words: list[str], n: int = 5) -> float:
     """Characters of the word n-grams that occur more than once, over all characters of the words."""
     if len(words) < 2 * n:
         return 0.0
-    grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+    grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
     counts = Counter(grams)
     covered = [False] * len(words)
     for i, g in enumerate(grams):
         if counts[g] > 1:
-            covered[i:i + n] = [True] * n
+            covered[i : i + n] = [True] * n
     total = sum(len(w) for w in words)
     return sum(len(w) for w, c in zip(words, covered) if c) / max(total, 1)
 
@@ -53,12 +64,21 @@ def _line_shares(text: str) -> tuple[float, float]:
     return no_letter / len(lines), (len(lines) - len(set(lines))) / len(lines)
 
 
-def quality_problem(text: str, *, min_words: int | None = 3, max_words: int | None = 100_000,
-                    min_mean_word_length: float | None = 2.0, max_mean_word_length: float | None = 18.0,
-                    max_symbol_ratio: float | None = 0.1, max_digit_ratio: float | None = 0.25,
-                    max_non_alpha_ratio: float | None = 0.5, max_punctuation_line_ratio: float | None = 0.3,
-                    max_duplicate_line_ratio: float | None = 0.3, max_repeated_5gram_ratio: float | None = 0.3,
-                    max_char_run: int | None = 6) -> str | None:
+def quality_problem(
+    text: str,
+    *,
+    min_words: int | None = 3,
+    max_words: int | None = 100_000,
+    min_mean_word_length: float | None = 2.0,
+    max_mean_word_length: float | None = 18.0,
+    max_symbol_ratio: float | None = 0.1,
+    max_digit_ratio: float | None = 0.25,
+    max_non_alpha_ratio: float | None = 0.5,
+    max_punctuation_line_ratio: float | None = 0.3,
+    max_duplicate_line_ratio: float | None = 0.3,
+    max_repeated_5gram_ratio: float | None = 0.3,
+    max_char_run: int | None = 6,
+) -> str | None:
     """The first rule of the module table that ``text`` breaks, or None when it passes them all.
 
     >>> quality_problem("Bakıda bu iki marşrutun hərəkət sxemi dəyişdirilir.")
@@ -77,18 +97,24 @@ def quality_problem(text: str, *, min_words: int | None = 3, max_words: int | No
         return "too_long"
     mean_len = sum(len(w) for w in words) / max(n, 1)
     if (min_mean_word_length is not None and mean_len < min_mean_word_length) or (
-            max_mean_word_length is not None and mean_len > max_mean_word_length):
+        max_mean_word_length is not None and mean_len > max_mean_word_length
+    ):
         return "word_length"
-    if max_symbol_ratio is not None and (text.count("#") + text.count("...") + text.count("…")) / max(n, 1) \
-            > max_symbol_ratio:
+    if (
+        max_symbol_ratio is not None
+        and (text.count("#") + text.count("...") + text.count("…")) / max(n, 1) > max_symbol_ratio
+    ):
         return "symbols"
     if max_digit_ratio is not None and sum(c.isdigit() for c in text) / max(len(text), 1) > max_digit_ratio:
         return "digits"
-    if max_non_alpha_ratio is not None and sum(1 for w in words if not any(c.isalpha() for c in w)) / max(n, 1) \
-            > max_non_alpha_ratio:
+    if (
+        max_non_alpha_ratio is not None
+        and sum(1 for w in words if not any(c.isalpha() for c in w)) / max(n, 1) > max_non_alpha_ratio
+    ):
         return "non_alpha_words"
-    return _structure_problem(text, words, max_punctuation_line_ratio, max_duplicate_line_ratio,
-                              max_repeated_5gram_ratio, max_char_run)
+    return _structure_problem(
+        text, words, max_punctuation_line_ratio, max_duplicate_line_ratio, max_repeated_5gram_ratio, max_char_run
+    )
 
 
 def _structure_problem(text, words, max_punct, max_dup, max_rep, max_run) -> str | None:
@@ -100,6 +126,6 @@ def _structure_problem(text, words, max_punct, max_dup, max_rep, max_run) -> str
         return "duplicate_lines"
     if max_rep is not None and _repeated_ngram_share(words) > max_rep:
         return "repeated_ngrams"
-    if max_run is not None and re.search(r"(\w)\1{%d,}" % (max_run - 1), text):
+    if max_run is not None and re.search(rf"(\w)\1{{{max_run - 1},}}", text):
         return "repeated_chars"
     return None

@@ -18,18 +18,37 @@ from dataclasses import replace
 from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
-from filelock import FileLock
-from datatrove.pipeline.dedup.exact_dedup import (ExactDedupConfig, ExactDedupFilter, ExactDedupSignature,
-                                                  ExactFindDedups)
-from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
-                                              MinhashDedupFilter, MinhashDedupSignature)
+from datatrove.pipeline.dedup.exact_dedup import (
+    ExactDedupConfig,
+    ExactDedupFilter,
+    ExactDedupSignature,
+    ExactFindDedups,
+)
+from datatrove.pipeline.dedup.minhash import (
+    MinhashConfig,
+    MinhashDedupBuckets,
+    MinhashDedupCluster,
+    MinhashDedupFilter,
+    MinhashDedupSignature,
+)
 from datatrove.pipeline.readers import JsonlReader
 from datatrove.utils.hashing import HashConfig
+from filelock import FileLock
 
 from ..data import DataError, Resolved
 from ..utils import LOG_ENV, atomic_write_text, json_hash, log_stream, replace_dir
-from .pipeline import (STEPS, AzWords, DecontaminationFilter, LanguageFilter, QualityFilter, SourceReader,
-                       exact_key, input_ids, read_jsonl, writer)
+from .pipeline import (
+    STEPS,
+    AzWords,
+    DecontaminationFilter,
+    LanguageFilter,
+    QualityFilter,
+    SourceReader,
+    exact_key,
+    input_ids,
+    read_jsonl,
+    writer,
+)
 
 __all__ = ["clean_corpus", "corpus_key", "MANIFEST"]
 
@@ -61,7 +80,7 @@ class _Executor(LocalPipelineExecutor):
         if self.log and os.getpid() != self.parent_pid and _WORKER_LOG.get("path") != self.log:
             fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             sys.stderr.flush()
-            os.dup2(fd, 2)   # a worker process is ours alone: its stderr stays on the log until it exits
+            os.dup2(fd, 2)  # a worker process is ours alone: its stderr stays on the log until it exits
             os.close(fd)
             _WORKER_LOG["path"] = self.log
         return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)
@@ -92,8 +111,10 @@ def _workers_can_start() -> tuple[bool, str]:
     full = path if os.path.isabs(path) else os.path.join(process.ORIGINAL_DIR or os.getcwd(), path)
     if os.path.isfile(full):
         return True, f"main script {full}"
-    return False, (f"the main module's file {path!r} does not exist (a script read from standard input?), so "
-                   "worker processes cannot start")
+    return False, (
+        f"the main module's file {path!r} does not exist (a script read from standard input?), so "
+        "worker processes cannot start"
+    )
 
 
 def _run(pipeline, work: Path, name: str, tasks: int, workers: int) -> None:
@@ -102,10 +123,15 @@ def _run(pipeline, work: Path, name: str, tasks: int, workers: int) -> None:
     from loguru import logger
 
     logger.remove()
-    logger.add(log_stream(), level="INFO")   # the parent's lines; each task sets its own from sys.stderr
+    logger.add(log_stream(), level="INFO")  # the parent's lines; each task sets its own from sys.stderr
     with contextlib.redirect_stderr(log_stream()):
-        _Executor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks), logging_dir=str(work / "logs" / name),
-                  log=os.environ.get(LOG_ENV) or None).run()
+        _Executor(
+            pipeline=pipeline,
+            tasks=tasks,
+            workers=min(workers, tasks),
+            logging_dir=str(work / "logs" / name),
+            log=os.environ.get(LOG_ENV) or None,
+        ).run()
 
 
 def _fill_empty_shards(folder: Path, tasks: int) -> None:
@@ -118,33 +144,83 @@ def _fill_empty_shards(folder: Path, tasks: int) -> None:
 def _stages(sources, work: Path, eval_lines, settings, tasks: int, workers: int) -> None:
     """The six executor runs of :mod:`.pipeline` (each resumes its finished tasks)."""
     rm = work / "removed"
-    sha1 = HashConfig(precision=64, hash_fc="sha1")   # datatrove's xxhash default needs xxhash<4; we pin 4
+    sha1 = HashConfig(precision=64, hash_fc="sha1")  # datatrove's xxhash default needs xxhash<4; we pin 4
     excfg = ExactDedupConfig(content_getter=exact_key, hash_config=sha1)
     mh = MinhashConfig(**settings["minhash"], hash_config=sha1)
-    _run([SourceReader(sources),
-          QualityFilter(settings["quality"], exclusion_writer=writer(rm / "quality")),
-          LanguageFilter(settings["languages"], exclusion_writer=writer(rm / "language")),
-          DecontaminationFilter(eval_lines, settings["decontamination_n"], settings["decontamination_min_words"],
-                                exclusion_writer=writer(rm / "decontamination")),
-          writer(work / "filtered"),   # writers pass documents on; signature steps end a pipeline
-          ExactDedupSignature(str(work / "exact_sigs"), config=excfg)], work, "1_filter", tasks, workers)
+    _run(
+        [
+            SourceReader(sources),
+            QualityFilter(settings["quality"], exclusion_writer=writer(rm / "quality")),
+            LanguageFilter(settings["languages"], exclusion_writer=writer(rm / "language")),
+            DecontaminationFilter(
+                eval_lines,
+                settings["decontamination_n"],
+                settings["decontamination_min_words"],
+                exclusion_writer=writer(rm / "decontamination"),
+            ),
+            writer(work / "filtered"),  # writers pass documents on; signature steps end a pipeline
+            ExactDedupSignature(str(work / "exact_sigs"), config=excfg),
+        ],
+        work,
+        "1_filter",
+        tasks,
+        workers,
+    )
     _fill_empty_shards(work / "filtered", tasks)
-    _run([ExactFindDedups(str(work / "exact_sigs"), str(work / "exact_dups"), config=excfg)],
-         work, "2_exact_find", 1, 1)
-    _run([JsonlReader(str(work / "filtered")),
-          ExactDedupFilter(str(work / "exact_dups"), config=excfg, exclusion_writer=writer(rm / "exact_dedup")),
-          writer(work / "exact"),
-          MinhashDedupSignature(str(work / "mh_sigs"), config=mh, language=AzWords())], work, "3_exact_drop",
-         tasks, workers)
+    _run(
+        [ExactFindDedups(str(work / "exact_sigs"), str(work / "exact_dups"), config=excfg)], work, "2_exact_find", 1, 1
+    )
+    _run(
+        [
+            JsonlReader(str(work / "filtered")),
+            ExactDedupFilter(str(work / "exact_dups"), config=excfg, exclusion_writer=writer(rm / "exact_dedup")),
+            writer(work / "exact"),
+            MinhashDedupSignature(str(work / "mh_sigs"), config=mh, language=AzWords()),
+        ],
+        work,
+        "3_exact_drop",
+        tasks,
+        workers,
+    )
     _fill_empty_shards(work / "exact", tasks)
-    _run([MinhashDedupBuckets(str(work / "mh_sigs"), str(work / "mh_buckets"), config=mh)],
-         work, "4_buckets", mh.num_buckets, workers)
-    _run([MinhashDedupCluster(str(work / "mh_buckets"), str(work / "mh_clusters"), config=mh,
-                              save_cluster_id=True, save_cluster_size=True)], work, "5_clusters", 1, 1)
-    _run([JsonlReader(str(work / "exact")),
-          MinhashDedupFilter(str(work / "mh_clusters"), exclusion_writer=writer(rm / "near_dedup"),
-                             load_cluster_ids=True, load_cluster_sizes=True),
-          writer(work / "clean")], work, "6_near_drop", tasks, workers)
+    _run(
+        [MinhashDedupBuckets(str(work / "mh_sigs"), str(work / "mh_buckets"), config=mh)],
+        work,
+        "4_buckets",
+        mh.num_buckets,
+        workers,
+    )
+    _run(
+        [
+            MinhashDedupCluster(
+                str(work / "mh_buckets"),
+                str(work / "mh_clusters"),
+                config=mh,
+                save_cluster_id=True,
+                save_cluster_size=True,
+            )
+        ],
+        work,
+        "5_clusters",
+        1,
+        1,
+    )
+    _run(
+        [
+            JsonlReader(str(work / "exact")),
+            MinhashDedupFilter(
+                str(work / "mh_clusters"),
+                exclusion_writer=writer(rm / "near_dedup"),
+                load_cluster_ids=True,
+                load_cluster_sizes=True,
+            ),
+            writer(work / "clean"),
+        ],
+        work,
+        "6_near_drop",
+        tasks,
+        workers,
+    )
 
 
 def _counts(work: Path) -> dict:
@@ -159,7 +235,7 @@ def _counts(work: Path) -> dict:
             per[key][f"{column}_bytes"] += b
             per[key]["input_docs"] += 1
             per[key]["input_bytes"] += b
-        if "lang" in rec["metadata"]:   # documents the quality rules dropped never reached language ID
+        if "lang" in rec["metadata"]:  # documents the quality rules dropped never reached language ID
             langs[rec["metadata"]["lang"]] += 1
 
     for rec in read_jsonl(work / "clean"):
@@ -177,14 +253,26 @@ def _check_sources(counts: dict, sources: list[Resolved]) -> None:
         raise DataError("corpus: every document was filtered out; check corpus.languages and corpus.quality")
     empty = [s for s, c in by.items() if s != "total" and not c.get("kept_docs")]
     if empty:
-        raise DataError(f"corpus: source(s) {empty} filtered down to nothing (see removed/ in the work folder "
-                        "for the reasons); drop them from the sources or relax corpus.quality / corpus.languages")
+        raise DataError(
+            f"corpus: source(s) {empty} filtered down to nothing (see removed/ in the work folder "
+            "for the reasons); drop them from the sources or relax corpus.quality / corpus.languages"
+        )
 
 
-def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_lines: dict[str, list[str]],
-                 languages: list[str], quality: dict, decontamination_n: int = 13,
-                 decontamination_min_words: int = 8, minhash: dict | None = None, tasks: int = 2,
-                 workers: int = 2, force: bool = False) -> dict:
+def clean_corpus(
+    sources: list[Resolved],
+    out_root: str | os.PathLike,
+    *,
+    eval_lines: dict[str, list[str]],
+    languages: list[str],
+    quality: dict,
+    decontamination_n: int = 13,
+    decontamination_min_words: int = 8,
+    minhash: dict | None = None,
+    tasks: int = 2,
+    workers: int = 2,
+    force: bool = False,
+) -> dict:
     """Clean ``sources`` into ``<out_root>/<key>/clean/*.jsonl`` and return its manifest.
 
     ``key`` (:func:`corpus_key`) covers the inputs' sha256s (hub: id/config/split) and every setting; an
@@ -203,15 +291,21 @@ def clean_corpus(sources: list[Resolved], out_root: str | os.PathLike, *, eval_l
     mirrors the rule of ``multiprocess.spawn``) was chosen over watching for dying workers, which the pool hides.
     ``python -c``, interactive sessions and Jupyter kernels have no main file to re-run: workers start there.
     The workers' datatrove log goes where this process's does (:class:`_Executor`)."""
-    settings = {"format": FORMAT, "languages": list(languages), "quality": dict(quality), "decontamination_n": decontamination_n,
-                "decontamination_min_words": decontamination_min_words,
-                "minhash": {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8, **(minhash or {})},
-                "eval_sets": {k: json_hash(v) for k, v in eval_lines.items()}, "tasks": tasks}
-    sources = [replace(r, streaming=False) for r in sources]   # hub sources: downloaded once, cached
+    settings = {
+        "format": FORMAT,
+        "languages": list(languages),
+        "quality": dict(quality),
+        "decontamination_n": decontamination_n,
+        "decontamination_min_words": decontamination_min_words,
+        "minhash": {"n_grams": 5, "num_buckets": 14, "hashes_per_bucket": 8, **(minhash or {})},
+        "eval_sets": {k: json_hash(v) for k, v in eval_lines.items()},
+        "tasks": tasks,
+    }
+    sources = [replace(r, streaming=False) for r in sources]  # hub sources: downloaded once, cached
     inputs = input_ids(sources)
     out = Path(out_root) / corpus_key(inputs, settings)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock"):   # several processes (torchrun ranks) of one run: one cleans, all read
+    with FileLock(str(out) + ".lock"):  # several processes (torchrun ranks) of one run: one cleans, all read
         if (out / MANIFEST).is_file() and not force:
             return json.loads((out / MANIFEST).read_text())
         return _clean(sources, out, eval_lines, settings, inputs, tasks, workers)
@@ -222,18 +316,27 @@ def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: 
     work = out.with_name(out.name + ".work")
     can, why = _workers_can_start()
     if workers > 1 and not can:
-        print(f"azllm corpus: {why}: running the {tasks} tasks one after another in this process; for "
-              f"{workers} worker processes run the script from a file (with an `if __name__ == \"__main__\":` "
-              "guard)", file=log_stream(), flush=True)
+        print(
+            f"azllm corpus: {why}: running the {tasks} tasks one after another in this process; for "
+            f'{workers} worker processes run the script from a file (with an `if __name__ == "__main__":` '
+            "guard)",
+            file=log_stream(),
+            flush=True,
+        )
         workers = 1
     t0 = time.perf_counter()
     _stages(sources, work, eval_lines, settings, tasks, workers)
     seconds = time.perf_counter() - t0
     counts = _counts(work)
     _check_sources(counts, sources)
-    manifest = {"key": out.name, "inputs": inputs, "settings": settings, "counts": counts,
-                "shards": sorted(str(p.relative_to(work)) for p in (work / "clean").glob("*.jsonl")),
-                "performance": _performance(counts, seconds, workers)}
+    manifest = {
+        "key": out.name,
+        "inputs": inputs,
+        "settings": settings,
+        "counts": counts,
+        "shards": sorted(str(p.relative_to(work)) for p in (work / "clean").glob("*.jsonl")),
+        "performance": _performance(counts, seconds, workers),
+    }
     for tmp in ("filtered", "exact", "exact_sigs", "exact_dups", "mh_sigs", "mh_buckets"):
         shutil.rmtree(work / tmp, ignore_errors=True)
     atomic_write_text(work / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
@@ -245,7 +348,12 @@ def _performance(counts: dict, seconds: float, workers: int) -> dict:
     """Throughput (input MB/s per worker) and peak memory (MiB, this process and its largest child)."""
     mb = counts["by_source"]["total"]["input_bytes"] / 1e6
     per_core = mb / seconds / max(workers, 1)
-    return {"seconds": seconds, "input_mb": mb, "workers": workers, "mb_per_s_per_core": per_core,
-            "peak_rss_mib_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "peak_rss_mib_child": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-            "hours_for_15gb_on_16_cores": 15_000 / (per_core * 16) / 3600}
+    return {
+        "seconds": seconds,
+        "input_mb": mb,
+        "workers": workers,
+        "mb_per_s_per_core": per_core,
+        "peak_rss_mib_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mib_child": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "hours_for_15gb_on_16_cores": 15_000 / (per_core * 16) / 3600,
+    }

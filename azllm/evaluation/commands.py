@@ -29,9 +29,19 @@ from .tasks import LOCAL_TASKS, TASK_DIR
 __all__ = ["lm_eval_argv", "check_lm_eval_argv", "as_shell"]
 
 
-def lm_eval_argv(model: str, tasks: list[str], *, gpus: int = 1, backend: str = "hf", data_root: str | None = None,
-                 batch_size: int | str = "auto", dtype: str = "bfloat16", output_path: str = "reports/lm-eval",
-                 seed: int = 1234, tensor_parallel: int = 1) -> list[str]:
+def lm_eval_argv(
+    model: str,
+    tasks: list[str],
+    *,
+    gpus: int = 1,
+    backend: str = "hf",
+    data_root: str | None = None,
+    batch_size: int | str = "auto",
+    dtype: str = "bfloat16",
+    output_path: str = "reports/lm-eval",
+    seed: int = 1234,
+    tensor_parallel: int = 1,
+) -> list[str]:
     """The argv of lm-eval scoring ``model`` on ``tasks`` (local names and registry names): ``backend`` ``hf``
     (data parallel through accelerate when ``gpus > 1``) or ``vllm`` (its own data and tensor parallelism)."""
     if backend not in ("hf", "vllm"):
@@ -41,8 +51,22 @@ def lm_eval_argv(model: str, tasks: list[str], *, gpus: int = 1, backend: str = 
     margs = f"pretrained={model},dtype={dtype}"
     if backend == "vllm":
         margs += f",tensor_parallel_size={tensor_parallel},data_parallel_size={max(1, gpus // tensor_parallel)}"
-    run = ["run", "--model", backend, "--model_args", margs, "--tasks", ",".join(tasks), "--batch_size",
-           str(batch_size), "--output_path", output_path, "--log_samples", "--seed", str(seed)]
+    run = [
+        "run",
+        "--model",
+        backend,
+        "--model_args",
+        margs,
+        "--tasks",
+        ",".join(tasks),
+        "--batch_size",
+        str(batch_size),
+        "--output_path",
+        output_path,
+        "--log_samples",
+        "--seed",
+        str(seed),
+    ]
     if any(t in LOCAL_TASKS for t in tasks):
         run += ["--include_path", str(TASK_DIR)]
         if data_root:

@@ -43,6 +43,7 @@ def difference(before: dict, after: dict, *, z: float = Z, higher_is_better: boo
         verdict = "gain" if signed > z * se else "loss" if signed < -z * se else "within noise"
     else:
         # every paired difference equal: a real change; no error estimate at all: no verdict
-        verdict = ("within noise" if delta == 0 else ("gain" if signed > 0 else "loss") if paired
-                   else "no error estimate")
+        verdict = (
+            "within noise" if delta == 0 else ("gain" if signed > 0 else "loss") if paired else "no error estimate"
+        )
     return {"delta": delta, "se": se, "z": delta / se if se > 0 else None, "paired": paired, "verdict": verdict}

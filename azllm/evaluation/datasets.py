@@ -27,8 +27,17 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["EvalDataError", "read_sib200", "read_tumlu", "read_mmlu", "read_parallel", "split_files",
-           "hf_dataset", "task_texts", "LETTERS"]
+__all__ = [
+    "EvalDataError",
+    "read_sib200",
+    "read_tumlu",
+    "read_mmlu",
+    "read_parallel",
+    "split_files",
+    "hf_dataset",
+    "task_texts",
+    "LETTERS",
+]
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -46,8 +55,10 @@ def split_files(path: str | os.PathLike, pattern: str) -> list[Path]:
         files = sorted(f for f in p.glob(pattern) if f.is_file())
         if files:
             return files
-        raise EvalDataError(f"{p}: no {pattern} file in this folder; point the task's path at a split of the "
-                            "benchmark (a file or a folder of them)")
+        raise EvalDataError(
+            f"{p}: no {pattern} file in this folder; point the task's path at a split of the "
+            "benchmark (a file or a folder of them)"
+        )
     raise EvalDataError(f"{p}: no such file or folder; set the task's path in the params (evaluate.local.<task>.path)")
 
 
@@ -90,21 +101,32 @@ def read_tumlu(path: str | os.PathLike, subjects: list[str] | None = None) -> li
                 raise EvalDataError(f"{f}:{line_no}: not valid JSON ({e})") from None
             missing = [k for k in ("question", "choices", "answer") if k not in rec]
             if missing:
-                raise EvalDataError(f"{f}:{line_no}: missing field(s) {missing}; a TUMLU record has question, "
-                                    f"choices, answer (A-D), subject and CoT; found {sorted(rec)}")
+                raise EvalDataError(
+                    f"{f}:{line_no}: missing field(s) {missing}; a TUMLU record has question, "
+                    f"choices, answer (A-D), subject and CoT; found {sorted(rec)}"
+                )
             choices = rec["choices"]
             if not isinstance(choices, list) or len(choices) < 2:
                 raise EvalDataError(f"{f}:{line_no}: choices must be a list of at least 2 options, got {choices!r}")
             letter = str(rec["answer"]).strip().upper()
-            if len(letter) != 1 or letter not in LETTERS[:len(choices)]:
-                raise EvalDataError(f"{f}:{line_no}: answer {rec['answer']!r} is not a letter of the "
-                                    f"{len(choices)} choices ({LETTERS[:len(choices)]})")
+            if len(letter) != 1 or letter not in LETTERS[: len(choices)]:
+                raise EvalDataError(
+                    f"{f}:{line_no}: answer {rec['answer']!r} is not a letter of the "
+                    f"{len(choices)} choices ({LETTERS[: len(choices)]})"
+                )
             subject = rec.get("subject") or f.stem
             if subjects and subject not in subjects:
                 continue
-            rows.append({"question": rec["question"], "choices": [str(c) for c in choices],
-                         "answer": LETTERS.index(letter), "letter": letter, "subject": subject,
-                         "cot": rec.get("CoT") or ""})
+            rows.append(
+                {
+                    "question": rec["question"],
+                    "choices": [str(c) for c in choices],
+                    "answer": LETTERS.index(letter),
+                    "letter": letter,
+                    "subject": subject,
+                    "cot": rec.get("CoT") or "",
+                }
+            )
     return _nonempty(rows, str(path))
 
 
@@ -131,13 +153,15 @@ def read_mmlu(path: str | os.PathLike, subjects: list[str] | None = None) -> lis
         with open(f, encoding="utf-8", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh), start=1):
                 if len(rec) != 6:
-                    raise EvalDataError(f"{f}:{line_no}: an MMLU row has 6 fields (question,A,B,C,D,answer), "
-                                        f"got {len(rec)}")
+                    raise EvalDataError(
+                        f"{f}:{line_no}: an MMLU row has 6 fields (question,A,B,C,D,answer), got {len(rec)}"
+                    )
                 letter = rec[5].strip().upper()
                 if len(letter) != 1 or letter not in LETTERS[:4]:
                     raise EvalDataError(f"{f}:{line_no}: answer {rec[5]!r} is not one of A, B, C, D")
-                rows.append({"question": rec[0], "choices": rec[1:5], "answer": LETTERS.index(letter),
-                             "subject": _subject(f)})
+                rows.append(
+                    {"question": rec[0], "choices": rec[1:5], "answer": LETTERS.index(letter), "subject": _subject(f)}
+                )
     return _nonempty(rows, str(path))
 
 
@@ -150,8 +174,9 @@ def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike, *, first: int 
             raise EvalDataError(f"{p}: no such file; set the task's path (with {{lang}} for the language code)")
         sides.append(p.read_text(encoding="utf-8").splitlines())
     if len(sides[0]) != len(sides[1]):
-        raise EvalDataError(f"{src} has {len(sides[0])} lines but {tgt} has {len(sides[1])}: the files must be "
-                            "line-parallel")
+        raise EvalDataError(
+            f"{src} has {len(sides[0])} lines but {tgt} has {len(sides[1])}: the files must be line-parallel"
+        )
     rows = [{"source": s, "target": t} for s, t in zip(*sides) if s.strip() and t.strip()]
     return _nonempty(rows[:first] if first else rows, str(src))
 

@@ -16,7 +16,7 @@ requests, sorts them by length and computes the shared context of one item's opt
   ``acc`` keeps the real base well clear of chance in both languages. It stays comparable across tokenizers: the
   summed log-likelihood of an option is the model's probability of that *string*, whatever the tokenizer cuts it
   into (per-character normalisation answers a different question, and divides away most of the signal here);
-- ``items``: the headline score- ``items``: the headline score of every item, in order (what a paired before/after test reads,
+- ``items``: the headline score of every item, in order (what a paired before/after test reads,
   :mod:`azllm.evaluation.compare`).
 
 MMLU's per-subject tasks are pooled into one ``mmlu_en`` entry (every item of every subject); the subjects, and the
@@ -39,11 +39,23 @@ import functools
 import logging
 from collections import defaultdict
 
-__all__ = ["EvalModelError", "UnknownTaskError", "check_tokenizer", "bos_convention", "validate_task_names",
-           "registry_names", "score", "HEADLINE"]
+__all__ = [
+    "EvalModelError",
+    "UnknownTaskError",
+    "check_tokenizer",
+    "bos_convention",
+    "validate_task_names",
+    "registry_names",
+    "score",
+    "HEADLINE",
+]
 
-HEADLINE = {"multiple_choice": "acc", "generate_until": "exact_match", "loglikelihood": "acc",
-            "loglikelihood_rolling": "word_perplexity"}
+HEADLINE = {
+    "multiple_choice": "acc",
+    "generate_until": "exact_match",
+    "loglikelihood": "acc",
+    "loglikelihood_rolling": "word_perplexity",
+}
 """The headline metric of a task by its lm-eval output type (translation tasks: ``chrf``)."""
 
 
@@ -62,8 +74,10 @@ def check_tokenizer(tokenizer, where: str = "the model") -> None:
     """Refuse a tokenizer lm-eval cannot batch or stop with: it needs an eos token, and a pad token (or an eos
     token to pad with)."""
     if getattr(tokenizer, "eos_token_id", None) is None:
-        raise EvalModelError(f"{where}: the tokenizer has no eos token, so generations cannot stop and batches "
-                             "cannot be padded; set tokenizer.eos_token (e.g. in tokenizer_config.json) and re-export")
+        raise EvalModelError(
+            f"{where}: the tokenizer has no eos token, so generations cannot stop and batches "
+            "cannot be padded; set tokenizer.eos_token (e.g. in tokenizer_config.json) and re-export"
+        )
     if getattr(tokenizer, "pad_token_id", None) is None:
         tokenizer.pad_token = tokenizer.eos_token  # left padding for generation, masked for log-likelihoods
 
@@ -73,8 +87,10 @@ def bos_convention(tokenizer) -> dict:
     encodes contexts with the tokenizer's own default)."""
     ids = tokenizer("Salam").input_ids
     bos = getattr(tokenizer, "bos_token_id", None)
-    return {"bos_token": getattr(tokenizer, "bos_token", None),
-            "prepends_bos": bool(bos is not None and ids and ids[0] == bos)}
+    return {
+        "bos_token": getattr(tokenizer, "bos_token", None),
+        "prepends_bos": bool(bos is not None and ids and ids[0] == bos),
+    }
 
 
 def registry_names(task_manager=None) -> list[str]:
@@ -100,9 +116,13 @@ def validate_task_names(names: list[str], local: list[str], task_manager=None) -
     if bad:
         pool = sorted(known | reg)
         hints = {n: difflib.get_close_matches(n, pool, n=5, cutoff=0.6) for n in bad}
-        raise UnknownTaskError("unknown evaluation task(s): " + "; ".join(
-            f"{n!r} (close: {', '.join(h) if h else 'none'})" for n, h in hints.items())
-            + ". Local tasks: " + ", ".join(sorted(known)) + "; `lm_eval ls tasks` lists lm-eval's.")
+        raise UnknownTaskError(
+            "unknown evaluation task(s): "
+            + "; ".join(f"{n!r} (close: {', '.join(h) if h else 'none'})" for n, h in hints.items())
+            + ". Local tasks: "
+            + ", ".join(sorted(known))
+            + "; `lm_eval ls tasks` lists lm-eval's."
+        )
 
 
 def _quiet_lm_eval() -> None:
@@ -110,9 +130,18 @@ def _quiet_lm_eval() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), batch_size: int = 8,
-          limit: int | None = None, seed: int = 1234, bootstrap_iters: int = 200,
-          max_length: int | None = None) -> dict:
+def score(
+    model,
+    tokenizer,
+    configs: list[dict],
+    *,
+    hub_tasks: list[str] = (),
+    batch_size: int = 8,
+    limit: int | None = None,
+    seed: int = 1234,
+    bootstrap_iters: int = 200,
+    max_length: int | None = None,
+) -> dict:
     """Score ``model`` on local task ``configs`` (:func:`azllm.evaluation.tasks.local_task`) and lm-eval registry
     names ``hub_tasks``; returns ``{"tasks": {name: {...}}, "lm_eval", "task_hashes", "n_items", "num_fewshot",
     "seed", "bos"}``. ``limit``: the first items of each task (None: all)."""
@@ -128,14 +157,31 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     model.eval()
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length)
     if not configs and not hub_tasks:  # nothing to score (e.g. no task's data is here)
-        return {"tasks": {}, "subtasks": {}, "lm_eval": _version(), "task_hashes": {}, "n_items": {},
-                "num_fewshot": {}, "seed": seed, "limit": limit, "bos": bos_convention(tokenizer)}
+        return {
+            "tasks": {},
+            "subtasks": {},
+            "lm_eval": _version(),
+            "task_hashes": {},
+            "n_items": {},
+            "num_fewshot": {},
+            "seed": seed,
+            "limit": limit,
+            "bos": bos_convention(tokenizer),
+        }
     stream = log_stream()  # lm-eval's progress bars and prints: the terminal / the run's log, never a page
     try:
         with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
-            out = simple_evaluate(lm, tasks=[*configs, *hub_tasks], limit=limit, bootstrap_iters=bootstrap_iters,
-                                  log_samples=True, random_seed=seed, numpy_random_seed=seed,
-                                  torch_random_seed=seed, fewshot_random_seed=seed)
+            out = simple_evaluate(
+                lm,
+                tasks=[*configs, *hub_tasks],
+                limit=limit,
+                bootstrap_iters=bootstrap_iters,
+                log_samples=True,
+                random_seed=seed,
+                numpy_random_seed=seed,
+                torch_random_seed=seed,
+                fewshot_random_seed=seed,
+            )
     finally:
         model.train(was_training)
     by_name = {c["task"]: c for c in configs}
@@ -145,13 +191,22 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
         otype = cfg.get("output_type", "")
         metrics = {k.split(",")[0]: v for k, v in res.items() if "," in k and isinstance(v, (int, float))}
         head = "chrf" if "chrf" in metrics else HEADLINE.get(otype, next(iter(metrics), None))
-        items = [float(s[head]) if not isinstance(s[head], (list, tuple)) else None
-                 for s in out["samples"].get(name, []) if head in s]
-        entry = {**metrics, "headline": head, "value": metrics.get(head), "stderr": metrics.get(f"{head}_stderr"),
-                 "n": out["n-samples"].get(name, {}).get("effective"), "output_type": otype,
-                 "num_fewshot": out.get("n-shot", {}).get(name),
-                 "chance": chance(by_name[name]) if name in by_name else None,
-                 "items": items if all(i is not None for i in items) else None}
+        items = [
+            float(s[head]) if not isinstance(s[head], (list, tuple)) else None
+            for s in out["samples"].get(name, [])
+            if head in s
+        ]
+        entry = {
+            **metrics,
+            "headline": head,
+            "value": metrics.get(head),
+            "stderr": metrics.get(f"{head}_stderr"),
+            "n": out["n-samples"].get(name, {}).get("effective"),
+            "output_type": otype,
+            "num_fewshot": out.get("n-shot", {}).get(name),
+            "chance": chance(by_name[name]) if name in by_name else None,
+            "items": items if all(i is not None for i in items) else None,
+        }
         if name.startswith("mmlu_en_"):
             pooled["mmlu_en"].append(entry)
         tasks[name] = entry
@@ -161,11 +216,17 @@ def score(model, tokenizer, configs: list[dict], *, hub_tasks: list[str] = (), b
     named = {n for n in by_name if not n.startswith("mmlu_en_")} | set(hub_tasks) | set(pooled)
     subtasks = {k: v for k, v in tasks.items() if k not in named}
     tasks = {k: v for k, v in tasks.items() if k in named}
-    return {"tasks": tasks, "subtasks": subtasks, "lm_eval": _version(),
-            "task_hashes": {c["task"]: config_hash(c) for c in configs},
-            "n_items": {k: v.get("n") for k, v in tasks.items()},
-            "num_fewshot": {k: v.get("num_fewshot") for k, v in tasks.items()}, "seed": seed,
-            "limit": limit, "bos": bos_convention(tokenizer)}
+    return {
+        "tasks": tasks,
+        "subtasks": subtasks,
+        "lm_eval": _version(),
+        "task_hashes": {c["task"]: config_hash(c) for c in configs},
+        "n_items": {k: v.get("n") for k, v in tasks.items()},
+        "num_fewshot": {k: v.get("num_fewshot") for k, v in tasks.items()},
+        "seed": seed,
+        "limit": limit,
+        "bos": bos_convention(tokenizer),
+    }
 
 
 def _version() -> str:
@@ -184,6 +245,16 @@ def _pool(parts: list[dict]) -> dict:
     se = math.sqrt(sum((x - mean) ** 2 for x in items) / (n - 1) / n) if n > 1 else 0.0
     head = parts[0]["headline"]
     chances = [p["chance"] for p in parts if p["chance"] is not None]
-    return {head: mean, f"{head}_stderr": se, "headline": head, "value": mean, "stderr": se, "n": n,
-            "output_type": parts[0]["output_type"], "num_fewshot": parts[0]["num_fewshot"],
-            "chance": sum(chances) / len(chances) if chances else None, "items": items, "subjects": len(parts)}
+    return {
+        head: mean,
+        f"{head}_stderr": se,
+        "headline": head,
+        "value": mean,
+        "stderr": se,
+        "n": n,
+        "output_type": parts[0]["output_type"],
+        "num_fewshot": parts[0]["num_fewshot"],
+        "chance": sum(chances) / len(chances) if chances else None,
+        "items": items,
+        "subjects": len(parts),
+    }

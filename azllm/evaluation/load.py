@@ -47,7 +47,8 @@ def _offline_error(spec: str, e: Exception) -> EvalModelError:
         f"{spec!r} is not a local folder, and loading it as a Hugging Face Hub id failed ({type(e).__name__}: "
         f"{str(e).splitlines()[0] if str(e) else ''}). The hub is not reachable from here, or the id is wrong or "
         "gated: give a local folder (an export, a run's final/ or checkpoint-N/), or set HF_TOKEN for a gated "
-        "model on a machine that reaches huggingface.co (HF_HUB_OFFLINE=1 uses the local cache only)")
+        "model on a machine that reaches huggingface.co (HF_HUB_OFFLINE=1 uses the local cache only)"
+    )
 
 
 def load_model(spec: str | os.PathLike, *, tokenizer: str | os.PathLike | None = None, dtype=None) -> tuple:
@@ -65,17 +66,21 @@ def load_model(spec: str | os.PathLike, *, tokenizer: str | os.PathLike | None =
             raise EvalModelError(f"{p}: neither config.json nor adapter_config.json here: not a model folder")
         tok_path = tokenizer or run_tokenizer_path(p)
         if tok_path is None:
-            raise EvalModelError(f"{p}: no tokenizer files here and no run record names one; pass the tokenizer "
-                                 "folder (azllm eval ... --tokenizer PATH)")
+            raise EvalModelError(
+                f"{p}: no tokenizer files here and no run record names one; pass the tokenizer "
+                "folder (azllm eval ... --tokenizer PATH)"
+            )
         if (p / "adapter_config.json").is_file():
             from peft import AutoPeftModelForCausalLM
 
             try:
                 model = AutoPeftModelForCausalLM.from_pretrained(str(p), dtype=dtype)
             except Exception as e:  # noqa: BLE001 - a changed vocabulary, a missing base
-                raise EvalModelError(f"{p}: cannot put this LoRA adapter on its base ({type(e).__name__}: {e}); "
-                                     "a run whose vocabulary changed is scored through its merged export "
-                                     "(azllm.export.export_model)") from e
+                raise EvalModelError(
+                    f"{p}: cannot put this LoRA adapter on its base ({type(e).__name__}: {e}); "
+                    "a run whose vocabulary changed is scored through its merged export "
+                    "(azllm.export.export_model)"
+                ) from e
             kind = "adapter"
         else:
             model = AutoModelForCausalLM.from_pretrained(str(p), dtype=dtype, trust_remote_code=False)

@@ -46,7 +46,8 @@ for SmolLM2's features of the 420 items, 3-6 s for the tiny model.
   the tokens alone), so a trained stand-in counts as better only above its own random-init score.
 - *Small real models (~100M, SmolLM2-135M).* The probe is far above random init in English and clearly above
   it in Azerbaijani, while the multiple-choice tasks begin to move only in English (zero-shot SIB-200 ``acc`` 0.53
-  on dev, 0.60 on a test split, against 0.14). For Azerbaijani before/after adaptation at this size, the probe and bpb are
+  on dev, 0.60 on a test split, against 0.14). For Azerbaijani before/after adaptation at this size, the probe and
+  bpb are
   the signal.
 - *1B and up* (expected, not measured here). Multiple-choice accuracy (``acc``) is the headline. The probe
   nears its ceiling and mainly checks that adaptation did not destroy the representations: a drop is a
@@ -87,13 +88,16 @@ def _encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]
 def _check_layer(model, layer: int) -> int:
     n = int(model.config.num_hidden_layers) + 1  # hidden_states: the embeddings, then one per layer
     if not -n <= layer < n:
-        raise ProbeError(f"layer {layer} is out of range for a model with {n - 1} layers (use -{n}..{n - 1}; "
-                         "-1 is the last layer, 0 the embeddings)")
+        raise ProbeError(
+            f"layer {layer} is out of range for a model with {n - 1} layers (use -{n}..{n - 1}; "
+            "-1 is the last layer, 0 the embeddings)"
+        )
     return layer
 
 
-def hidden_features(model, tokenizer, texts: Sequence[str], *, layer: int = -1, batch_size: int = 16,
-                    max_length: int = 128) -> np.ndarray:
+def hidden_features(
+    model, tokenizer, texts: Sequence[str], *, layer: int = -1, batch_size: int = 16, max_length: int = 128
+) -> np.ndarray:
     """Mean-pooled hidden states of ``layer`` (``-1`` the last, ``0`` the embeddings), one float32 row per text,
     in the order of ``texts``; see the module docstring. The model runs in eval mode under ``torch.no_grad``
     (its training mode is restored after), on its own device; progress goes to the terminal."""
@@ -108,8 +112,14 @@ def hidden_features(model, tokenizer, texts: Sequence[str], *, layer: int = -1, 
         raise ProbeError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
     _check_layer(model, layer)
     ids = _encode(tokenizer, texts, max_length)
-    pad = next((t for t in (getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None))
-                if t is not None), 0)  # any id: padded positions are masked out of attention and pooling
+    pad = next(
+        (
+            t
+            for t in (getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None))
+            if t is not None
+        ),
+        0,
+    )  # any id: padded positions are masked out of attention and pooling
     order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
     out = np.zeros((len(ids), int(model.config.hidden_size)), dtype=np.float32)
     device, was_training = next(model.parameters()).device, model.training
@@ -117,13 +127,13 @@ def hidden_features(model, tokenizer, texts: Sequence[str], *, layer: int = -1, 
     try:
         with torch.no_grad():
             for start in progress(range(0, len(order), batch_size), desc="probe features", unit="batch"):
-                rows = order[start:start + batch_size]
+                rows = order[start : start + batch_size]
                 width = max(len(ids[i]) for i in rows)
                 x = torch.full((len(rows), width), pad, dtype=torch.long)
                 mask = torch.zeros((len(rows), width), dtype=torch.long)
                 for j, i in enumerate(rows):
-                    x[j, :len(ids[i])] = torch.tensor(ids[i])
-                    mask[j, :len(ids[i])] = 1
+                    x[j, : len(ids[i])] = torch.tensor(ids[i])
+                    mask[j, : len(ids[i])] = 1
                 hs = _hidden_states(model, x.to(device), mask.to(device))[layer].float()
                 m = mask.to(device).unsqueeze(-1).to(hs.dtype)
                 out[rows] = ((hs * m).sum(1) / m.sum(1)).cpu().numpy()
@@ -145,8 +155,9 @@ def _hidden_states(model, x, mask):
 def _check_split(name: str, X, y) -> tuple[np.ndarray, np.ndarray]:
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
     if X.ndim != 2 or len(X) == 0:
-        raise ProbeError(f"the {name} split is empty or not 2-D features (shape {X.shape}): it needs rows of "
-                         "features, one per item")
+        raise ProbeError(
+            f"the {name} split is empty or not 2-D features (shape {X.shape}): it needs rows of features, one per item"
+        )
     if y.ndim != 1 or len(y) != len(X):
         raise ProbeError(f"the {name} split has {len(X)} feature rows but labels of shape {y.shape}")
     if not np.isfinite(X).all():
@@ -175,16 +186,25 @@ def _classes(ytr: np.ndarray, yte: np.ndarray, where: str) -> list:
     if len(classes) < 2:
         raise ProbeError(f"the train {where} has only one label ({classes}): a probe needs at least two classes")
     if unseen := sorted(set(yte.tolist()) - set(classes)):
-        raise ProbeError(f"test labels {unseen} never occur in the train {where}, so the probe cannot predict "
-                         "them: use splits with the same label set")
+        raise ProbeError(
+            f"test labels {unseen} never occur in the train {where}, so the probe cannot predict "
+            "them: use splits with the same label set"
+        )
     return classes
 
 
 def _result(correct: np.ndarray, majority_correct: np.ndarray, n_classes: int, **extra) -> dict:
     p = float(correct.mean())
-    return {"accuracy": p, "stderr": float(np.sqrt(p * (1 - p) / len(correct))), "chance_uniform": 1 / n_classes,
-            "chance_majority": float(majority_correct.mean()), "n_test": len(correct), "n_classes": n_classes,
-            "correct": [int(c) for c in correct], **extra}
+    return {
+        "accuracy": p,
+        "stderr": float(np.sqrt(p * (1 - p) / len(correct))),
+        "chance_uniform": 1 / n_classes,
+        "chance_majority": float(majority_correct.mean()),
+        "n_test": len(correct),
+        "n_classes": n_classes,
+        "correct": [int(c) for c in correct],
+        **extra,
+    }
 
 
 def linear_probe(train_X, train_y, test_X, test_y, *, seed: int, C: float = 1.0) -> dict:
@@ -192,7 +212,8 @@ def linear_probe(train_X, train_y, test_X, test_y, *, seed: int, C: float = 1.0)
 
     Returns ``accuracy``, ``stderr`` (binomial, ``sqrt(p(1-p)/n_test)``), ``chance_uniform`` (1 / ``n_classes``),
     ``chance_majority`` (the share of the test items whose label is the train split's most frequent one: the
-    score of always answering it), ``n_train``, ``n_test``, ``n_classes``, ``C``, ``seed``, ``converged`` and ``correct`` (1/0 per test item,
+    score of always answering it), ``n_train``, ``n_test``, ``n_classes``, ``C``, ``seed``, ``converged`` and
+    ``correct`` (1/0 per test item,
     in order: what a paired before/after comparison reads).
     The same inputs and ``seed`` give the same result.
     """
@@ -217,16 +238,26 @@ def cross_validated_probe(X, y, *, seed: int, folds: int = 5, C: float = 1.0) ->
     X, y = _check_split("probe", X, y)
     counts = Counter(y.tolist())
     if min(counts.values()) < folds:
-        raise ProbeError(f"label {min(counts, key=counts.get)!r} has {min(counts.values())} items, fewer than "
-                         f"folds={folds}: use fewer folds or more data")
+        raise ProbeError(
+            f"label {min(counts, key=counts.get)!r} has {min(counts.values())} items, fewer than "
+            f"folds={folds}: use fewer folds or more data"
+        )
     correct, majority_correct, converged, sizes = np.zeros(len(y), bool), np.zeros(len(y), bool), True, []
     for tr, te in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, y):
         _classes(y[tr], y[te], "folds")
         pred, ok = _fit_predict(X[tr], y[tr], X[te], seed=seed, C=C)
         correct[te], converged, sizes = pred == y[te], converged and ok, sizes + [len(tr)]
         majority_correct[te] = y[te] == Counter(y[tr].tolist()).most_common(1)[0][0]
-    return _result(correct, majority_correct, len(counts), n_train=float(np.mean(sizes)), C=C, seed=seed,
-                   converged=converged, folds=folds)
+    return _result(
+        correct,
+        majority_correct,
+        len(counts),
+        n_train=float(np.mean(sizes)),
+        C=C,
+        seed=seed,
+        converged=converged,
+        folds=folds,
+    )
 
 
 def _split(name: str, rows: Iterable) -> tuple[list[str], list]:
@@ -241,8 +272,19 @@ def _split(name: str, rows: Iterable) -> tuple[list[str], list]:
     return texts, labels
 
 
-def probe_task(model, tokenizer, train_rows: Iterable, test_rows: Iterable | None = None, *, seed: int = 0,
-               layer: int = -1, batch_size: int = 16, max_length: int = 128, C: float = 1.0, folds: int = 5) -> dict:
+def probe_task(
+    model,
+    tokenizer,
+    train_rows: Iterable,
+    test_rows: Iterable | None = None,
+    *,
+    seed: int = 0,
+    layer: int = -1,
+    batch_size: int = 16,
+    max_length: int = 128,
+    C: float = 1.0,
+    folds: int = 5,
+) -> dict:
     """:func:`linear_probe` on the :func:`hidden_features` of ``(text, label)`` rows, or, with ``test_rows=None``,
     :func:`cross_validated_probe` over ``folds`` of ``train_rows``; the result also holds ``layer`` and ``labels``
     (the label set, sorted, as strings)."""
@@ -250,12 +292,19 @@ def probe_task(model, tokenizer, train_rows: Iterable, test_rows: Iterable | Non
     train_t, train_y = _split("train", train_rows)
     train_y = np.asarray([str(v) for v in train_y], dtype=object)
     if test_rows is None:
-        res = cross_validated_probe(hidden_features(model, tokenizer, train_t, **kw), train_y, seed=seed,
-                                    folds=folds, C=C)
+        res = cross_validated_probe(
+            hidden_features(model, tokenizer, train_t, **kw), train_y, seed=seed, folds=folds, C=C
+        )
     else:
         test_t, test_y = _split("test", test_rows)
         test_y = np.asarray([str(v) for v in test_y], dtype=object)
         _classes(train_y, test_y, "split")  # before the features are computed
-        res = linear_probe(hidden_features(model, tokenizer, train_t, **kw), train_y,
-                           hidden_features(model, tokenizer, test_t, **kw), test_y, seed=seed, C=C)
+        res = linear_probe(
+            hidden_features(model, tokenizer, train_t, **kw),
+            train_y,
+            hidden_features(model, tokenizer, test_t, **kw),
+            test_y,
+            seed=seed,
+            C=C,
+        )
     return {**res, "layer": layer, "labels": sorted(set(train_y.tolist()))}

@@ -24,17 +24,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .datasets import (EvalDataError, hf_dataset, read_mmlu, read_parallel, read_sib200, read_tumlu,
-                       split_files)
+from .datasets import EvalDataError, hf_dataset, read_mmlu, read_parallel, read_sib200, read_tumlu, split_files
 
-__all__ = ["TASK_DIR", "LOCAL_TASKS", "chance", "local_task", "task_rows", "fewshot_overlap", "config_hash",
-           "sib200_dataset", "tumlu_dataset", "mmlu_dataset", "flores_dataset", "letter_match", "mmlu_subjects"]
+__all__ = [
+    "TASK_DIR",
+    "LOCAL_TASKS",
+    "chance",
+    "local_task",
+    "task_rows",
+    "fewshot_overlap",
+    "config_hash",
+    "sib200_dataset",
+    "tumlu_dataset",
+    "mmlu_dataset",
+    "flores_dataset",
+    "letter_match",
+    "mmlu_subjects",
+]
 
 TASK_DIR = Path(__file__).parent / "tasks"
 """The shipped task YAMLs (lm-eval's ``--include_path``)."""
 
 LOCAL_TASKS = {p.stem: p for p in sorted(TASK_DIR.glob("*.yaml"))}
 """Task name -> its YAML."""
+
 
 def _at(root: str | None, path: str) -> str:
     p = Path(os.path.expanduser(path))
@@ -43,12 +56,20 @@ def _at(root: str | None, path: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ loaders
 
+
 def _first(rows: list[dict], first: int | None) -> list[dict]:
     return rows[:first] if first else rows
 
 
-def sib200_dataset(*, path: str, fewshot_path: str | None = None, labels: list[str], first: int | None = None,
-                   data_root: str | None = None, **_):
+def sib200_dataset(
+    *,
+    path: str,
+    fewshot_path: str | None = None,
+    labels: list[str],
+    first: int | None = None,
+    data_root: str | None = None,
+    **_,
+):
     """SIB-200 as lm-eval splits ``test`` and ``fewshot`` (``custom_dataset`` of sib200_*.yaml); ``first``: the
     first items of the test split."""
     splits = {"test": _first(read_sib200(_at(data_root, path), labels), first)}
@@ -57,8 +78,15 @@ def sib200_dataset(*, path: str, fewshot_path: str | None = None, labels: list[s
     return hf_dataset(splits)
 
 
-def tumlu_dataset(*, path: str, fewshot_path: str | None = None, subjects: list[str] | None = None,
-                  first: int | None = None, data_root: str | None = None, **_):
+def tumlu_dataset(
+    *,
+    path: str,
+    fewshot_path: str | None = None,
+    subjects: list[str] | None = None,
+    first: int | None = None,
+    data_root: str | None = None,
+    **_,
+):
     """TUMLU as lm-eval splits ``test`` and ``fewshot``."""
     splits = {"test": _first(read_tumlu(_at(data_root, path), subjects), first)}
     if fewshot_path:
@@ -66,8 +94,15 @@ def tumlu_dataset(*, path: str, fewshot_path: str | None = None, subjects: list[
     return hf_dataset(splits)
 
 
-def mmlu_dataset(*, path: str, fewshot_path: str | None = None, subject: str, first: int | None = None,
-                 data_root: str | None = None, **_):
+def mmlu_dataset(
+    *,
+    path: str,
+    fewshot_path: str | None = None,
+    subject: str,
+    first: int | None = None,
+    data_root: str | None = None,
+    **_,
+):
     """One MMLU subject as lm-eval splits ``test`` and ``fewshot`` (``first``: the subject's first items)."""
     splits = {"test": _first(read_mmlu(_at(data_root, path), [subject]), first)}
     if fewshot_path:
@@ -75,16 +110,27 @@ def mmlu_dataset(*, path: str, fewshot_path: str | None = None, subject: str, fi
     return hf_dataset(splits)
 
 
-def flores_dataset(*, path: str, fewshot_path: str | None = None, source_lang: str, target_lang: str,
-                   first: int | None = None, data_root: str | None = None, **_):
+def flores_dataset(
+    *,
+    path: str,
+    fewshot_path: str | None = None,
+    source_lang: str,
+    target_lang: str,
+    first: int | None = None,
+    data_root: str | None = None,
+    **_,
+):
     """FLORES source/target pairs as lm-eval splits ``test`` and ``fewshot`` (``path`` holds ``{lang}``).
 
     When the pool is the test file, lm-eval leaves the item itself out (``fewshot_split`` is ``test``)."""
+
     def pair(p):
         if "{lang}" not in p:
-            raise EvalDataError(f"{p}: a FLORES path needs {{lang}} where the language code goes "
-                                f"({source_lang}, {target_lang})")
+            raise EvalDataError(
+                f"{p}: a FLORES path needs {{lang}} where the language code goes ({source_lang}, {target_lang})"
+            )
         return read_parallel(_at(data_root, p.format(lang=source_lang)), _at(data_root, p.format(lang=target_lang)))
+
     splits = {"test": _first(pair(path), first)}
     if fewshot_path:
         splits["fewshot"] = pair(fewshot_path)
@@ -97,6 +143,7 @@ def letter_match(doc: dict, results: list[str]) -> dict:
 
 
 # -------------------------------------------------------------------------------------------- task configs
+
 
 def _read_yaml(path: Path) -> dict:
     from lm_eval.tasks._yaml_loader import load_yaml
@@ -115,9 +162,16 @@ def mmlu_subjects(path: str | os.PathLike) -> list[str]:
     return sorted({_subject(f) for f in split_files(path, "*.csv")})
 
 
-def local_task(name: str, *, path: str | None = None, fewshot_path: str | None = None,
-               num_fewshot: int | None = None, subset: list[str] | None = None, first: int | None = None,
-               max_gen_toks: int | None = None) -> list[dict]:
+def local_task(
+    name: str,
+    *,
+    path: str | None = None,
+    fewshot_path: str | None = None,
+    num_fewshot: int | None = None,
+    subset: list[str] | None = None,
+    first: int | None = None,
+    max_gen_toks: int | None = None,
+) -> list[dict]:
     """The lm-eval config(s) of a shipped task with the run's data laid over its YAML (absolute paths).
 
     Returns one config, or one per subject for ``mmlu_en`` (``subset``: the subjects; default every subject of
@@ -147,8 +201,10 @@ def local_task(name: str, *, path: str | None = None, fewshot_path: str | None =
     elif not kw.get("fewshot_path"):
         cfg.pop("fewshot_split", None)
         if cfg.get("num_fewshot"):
-            raise EvalDataError(f"task {name}: num_fewshot={cfg['num_fewshot']} needs a few-shot pool "
-                                "(evaluate.local.<task>.fewshot_path)")
+            raise EvalDataError(
+                f"task {name}: num_fewshot={cfg['num_fewshot']} needs a few-shot pool "
+                "(evaluate.local.<task>.fewshot_path)"
+            )
     cfg["dataset_kwargs"] = kw
     _check_paths(name, kw)
     if name != "mmlu_en":
@@ -159,9 +215,13 @@ def local_task(name: str, *, path: str | None = None, fewshot_path: str | None =
         raise EvalDataError(f"{kw['path']}: MMLU subject(s) {unknown} not found; subjects here: {found}")
     out = []
     for s in subjects:
-        c = {**cfg, "task": f"mmlu_en_{s}", "dataset_kwargs": {**kw, "subject": s},
-             "description": f"The following are multiple choice questions (with answers) about "
-                            f"{s.replace('_', ' ')}.\n\n"}
+        c = {
+            **cfg,
+            "task": f"mmlu_en_{s}",
+            "dataset_kwargs": {**kw, "subject": s},
+            "description": f"The following are multiple choice questions (with answers) about "
+            f"{s.replace('_', ' ')}.\n\n",
+        }
         out.append(c)
     return out
 
@@ -205,8 +265,12 @@ def fewshot_overlap(config: dict) -> dict:
     same = bool(config.get("fewshot_split")) and config.get("fewshot_split") == config.get("test_split")
     test = {_item_key(r) for r in task_rows(config, "test")}
     pool = {_item_key(r) for r in task_rows(config, "fewshot")} if config.get("fewshot_split") else set()
-    return {"pool_is_test_split": same, "test_items_in_pool": len(test & pool), "test_items": len(test),
-            "pool": len(pool)}
+    return {
+        "pool_is_test_split": same,
+        "test_items_in_pool": len(test & pool),
+        "test_items": len(test),
+        "pool": len(pool),
+    }
 
 
 def config_hash(config: dict) -> str:
@@ -221,6 +285,7 @@ def config_hash(config: dict) -> str:
         if isinstance(v, (list, tuple)):
             return [plain(x) for x in v]
         return v
+
     return json_hash(plain(config))
 
 

@@ -6,6 +6,7 @@ comes back. Data flows one way: library <- recipes <- presentation (:mod:`azllm.
 :mod:`azllm.report`) and the command line (:mod:`azllm.cli`), with no cycles (tests/test_imports.py).
 
 - :mod:`~azllm.recipes.paths`: :class:`~azllm.recipes.paths.Paths`, where everything of a run lives;
+- :mod:`~azllm.recipes.specs`: params sections -> the library's specs (:func:`~azllm.recipes.specs.build_spec`);
 - :mod:`~azllm.recipes.corpus`: the corpus stage, its mix, the eval sets (notebook 00);
 - :mod:`~azllm.recipes.tokenizers`: the tokenizer sweep, the baselines, the main tokenizer, what each corpus step
   and option bought, the lexicon check (notebook 01);
@@ -13,13 +14,14 @@ comes back. Data flows one way: library <- recipes <- presentation (:mod:`azllm.
 - :mod:`~azllm.recipes.train`: the model and training specs, one training run (notebook 03, ``azllm train``);
 - :mod:`~azllm.recipes.benchmark`: training variants, the fit planner, full vs LoRA vs QLoRA, the overhead
   measurement, the GPU run (notebook 04, ``azllm bench ...``);
-- :mod:`~azllm.recipes.adapt`: a pretrained base taught Azerbaijani three ways (notebook 05);
+- :mod:`~azllm.recipes.adapt`: a pretrained base taught Azerbaijani three ways, the study loop
+  :func:`~azllm.recipes.adapt.run_study` (notebooks 05, 06 and the SFT base);
 - :mod:`~azllm.recipes.evaluate`: lm-eval scores and the probe, before -> after, the ranking, what moved (notebook
   06, ``azllm eval``);
 - :mod:`~azllm.recipes.tasks`: the local task configs of ``evaluate`` and their decontamination sets;
 - :mod:`~azllm.recipes.sft`: instruction tuning (notebook 07, ``azllm sft``);
-- :mod:`~azllm.recipes.sources`: which data a run gets (local files, the Hub, or the shipped sample) and the
-  pages' banner;
+- :mod:`~azllm.recipes.sources`: which data a run gets (local files, the Hub, or the shipped sample), the pages'
+  banner, and :func:`~azllm.recipes.sources.resolve` (a source of the params against the data root);
 - :mod:`~azllm.recipes.launch`: a params file as a SageMaker training job (``azllm launch``).
 
 >>> cfg = load("params/tiny.yaml")  # doctest: +SKIP

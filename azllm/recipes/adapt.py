@@ -3,15 +3,20 @@ LoRA.
 
 Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
 
-- :func:`base_model`: the base: ``adapt.base`` (a folder, a hub id or a GGUF: :func:`gguf_base`), or a small English Llama pretrained here on
-  ``adapt.english`` with an English BPE (a stand-in for Llama-3.2-1B that runs on 2 CPU cores);
+- :func:`base_model`: the base: ``adapt.base`` (a folder, a hub id or a GGUF: :func:`gguf_base`), or a small
+  English Llama pretrained here on ``adapt.english`` with an English BPE (a stand-in for Llama-3.2-1B that runs on
+  2 CPU cores);
 - :func:`way_tokenizer`: ``keep`` the base tokenizer, ``extend`` it with ``adapt.n_new`` Azerbaijani tokens
   (:func:`azllm.vocab.extend_tokenizer`), or ``swap`` in the run's Azerbaijani tokenizer;
 - :func:`adapt_run`: one way x one method, evaluated before the first step and every ``adapt.eval_steps`` on the
   first ``data.eval`` set (Azerbaijani; :func:`az_set`, under its own name) and on held-out English
   (:data:`EN_SET`), in bits per byte (comparable across tokenizers);
 - :func:`extension_table`: tokens per word of real base tokenizers extended by several ``n_new``;
-- :func:`export_run`: a finished run as one standalone folder.
+- :func:`export_run`: a finished run as one standalone folder;
+- :func:`run_study`: the study loop (base -> documents -> each way's tokenizer -> each way x method's run), the one
+  place notebooks 05 and 06 and the SFT base (:func:`azllm.recipes.sft.base_folder`) get it from. Every step is
+  cached on disk (tokenizers by their inputs, runs by :func:`azllm.train.run_key`), so a second call returns what
+  the first one made.
 
 Equal compute: every adaptation run takes ``adapt.steps`` optimizer steps of the same batch x block tokens (what a
 GPU-hour buys); a token covers more Azerbaijani text after extend or swap, so those runs see more bytes.
@@ -20,18 +25,33 @@ GPU-hour buys); a token covers more Azerbaijani text after extend or swap, so th
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, deep_update
 from ..utils import atomic_write_json
-from .corpus import resolve
 from .paths import Paths
+from .sources import resolve
 from .tokenizers import baselines, main_tokenizer, selected_tokenizer
 from .tokens import prepare_data
 from .train import train_model
 
-__all__ = ["EN_SET", "az_set", "base_model", "english_tokenizer", "way_tokenizer", "way_config", "adapt_run",
-           "extension_table", "az_documents", "tokenizer_rows", "export_run", "gguf_base"]
+__all__ = [
+    "run_study",
+    "Study",
+    "EN_SET",
+    "az_set",
+    "base_model",
+    "english_tokenizer",
+    "way_tokenizer",
+    "way_config",
+    "adapt_run",
+    "extension_table",
+    "az_documents",
+    "tokenizer_rows",
+    "export_run",
+    "gguf_base",
+]
 
 EN_SET = "en"
 """The name of the held-out English set in every adaptation run (``adapt.english_eval``)."""
@@ -55,8 +75,14 @@ def english_tokenizer(cfg: Config):
     from ..tokenizer import load_tokenizer, train_tokenizer
 
     docs = iter_documents(resolve(cfg, cfg.adapt.english))
-    folder = train_tokenizer(docs, Paths(cfg).adapt / "en-tokenizer", vocab_size=cfg.adapt.base_vocab_size,
-                             model_type="bpe", seed=cfg.seed, num_threads=cfg.tokenizer.num_threads)
+    folder = train_tokenizer(
+        docs,
+        Paths(cfg).adapt / "en-tokenizer",
+        vocab_size=cfg.adapt.base_vocab_size,
+        model_type="bpe",
+        seed=cfg.seed,
+        num_threads=cfg.tokenizer.num_threads,
+    )
     return load_tokenizer(folder, name="english-bpe")
 
 
@@ -91,13 +117,21 @@ def base_model(cfg: Config) -> tuple[str, object, dict | None]:
             tok = load_tokenizer(folder)
         return base, tok, None
     tok = english_tokenizer(cfg)
-    cfg_b = _derived(cfg, run_name=f"{cfg.run_name}-en-base",
-                     data={"train": adapt.english.model_dump(), "eval": {EN_SET: adapt.english_eval.model_dump()}},
-                     tokens={"tokenizer": tok.path, "dir": str(work / "en-base-tokens")},
-                     model={"config": {**cfg.model.config, **adapt.base_model}, "base": None},
-                     train={"method": "full", "max_steps": adapt.base_steps, "lr": adapt.base_lr,
-                            "eval_steps": adapt.base_steps, "save_steps": adapt.base_steps},
-                     corpus={"enabled": False})   # English text: the Azerbaijani corpus stage does not apply
+    cfg_b = _derived(
+        cfg,
+        run_name=f"{cfg.run_name}-en-base",
+        data={"train": adapt.english.model_dump(), "eval": {EN_SET: adapt.english_eval.model_dump()}},
+        tokens={"tokenizer": tok.path, "dir": str(work / "en-base-tokens")},
+        model={"config": {**cfg.model.config, **adapt.base_model}, "base": None},
+        train={
+            "method": "full",
+            "max_steps": adapt.base_steps,
+            "lr": adapt.base_lr,
+            "eval_steps": adapt.base_steps,
+            "save_steps": adapt.base_steps,
+        },
+        corpus={"enabled": False},
+    )  # English text: the Azerbaijani corpus stage does not apply
     result = train_model(cfg_b, prepare_data(cfg_b), output_dir=work / "en-base")
     return result["final_dir"], tok, result
 
@@ -120,8 +154,12 @@ def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None
         return main_tokenizer(cfg)
     if way == "extend":
         n_new = cfg.adapt.n_new
-        folder = extend_tokenizer(base_tok.path, docs if docs is not None else az_documents(cfg), n_new,
-                                  Paths(cfg).adapt / f"extended-{n_new}")
+        folder = extend_tokenizer(
+            base_tok.path,
+            docs if docs is not None else az_documents(cfg),
+            n_new,
+            Paths(cfg).adapt / f"extended-{n_new}",
+        )
         return load_tokenizer(folder, name=f"{base_tok.name}+az{n_new}")
     raise ValueError(f"unknown way {way!r}: keep, extend or swap")
 
@@ -131,23 +169,40 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
     two eval sets (:func:`az_set`, held-out English)."""
     adapt = cfg.adapt
     az = az_set(cfg)
-    return _derived(cfg, data={"train": {**cfg.data.train.model_dump(), "max_bytes": adapt.az_train_bytes},
-                               "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: adapt.english_eval.model_dump()}},
-                    tokens={"tokenizer": tok.path, "dir": str(Paths(cfg).adapt / f"{way}-tokens")},
-                    model={"base": str(base), "base_tokenizer": base_tok.path},
-                    train={"max_steps": adapt.steps, "eval_steps": adapt.eval_steps, "save_steps": adapt.steps,
-                           "eval_on_start": True, "compare": []},
-                    corpus={"enabled": False})   # the first adapt.az_train_bytes of data.train, as found
+    return _derived(
+        cfg,
+        data={
+            "train": {**cfg.data.train.model_dump(), "max_bytes": adapt.az_train_bytes},
+            "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: adapt.english_eval.model_dump()},
+        },
+        tokens={"tokenizer": tok.path, "dir": str(Paths(cfg).adapt / f"{way}-tokens")},
+        model={"base": str(base), "base_tokenizer": base_tok.path},
+        train={
+            "max_steps": adapt.steps,
+            "eval_steps": adapt.eval_steps,
+            "save_steps": adapt.steps,
+            "eval_on_start": True,
+            "compare": [],
+        },
+        corpus={"enabled": False},
+    )  # the first adapt.az_train_bytes of data.train, as found
 
 
 def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> dict:
     """One adaptation run (idempotent: a finished identical run is returned as is)."""
     cfg_w = way_config(cfg, way, tok, base, base_tok)
     lr = cfg.adapt.lr_full if method == "full" else cfg.adapt.lr_lora
-    result = train_model(cfg_w, prepare_data(cfg_w), method=method, lr=lr,
-                         output_dir=Paths(cfg).adapt / f"{way}-{method}")
-    return {**{k: v for k, v in result.items() if k not in ("model", "trainer")}, "way": way,
-            "tokenizer_name": tok.name, "vocab_size": tok.vocab_size, "az_set": az_set(cfg), "en_set": EN_SET}
+    result = train_model(
+        cfg_w, prepare_data(cfg_w), method=method, lr=lr, output_dir=Paths(cfg).adapt / f"{way}-{method}"
+    )
+    return {
+        **{k: v for k, v in result.items() if k not in ("model", "trainer")},
+        "way": way,
+        "tokenizer_name": tok.name,
+        "vocab_size": tok.vocab_size,
+        "az_set": az_set(cfg),
+        "en_set": EN_SET,
+    }
 
 
 def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], english: list[str]) -> list[dict]:
@@ -155,10 +210,18 @@ def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], englis
     from ..metrics import tokenizer_metrics
     from ..vocab import changed_token_share
 
-    return [{"way": w, "vocab": t.vocab_size,
-             **{f"tokens/word {ev}": tokenizer_metrics(t, lines, morph=False)["fertility"]
-                for ev, lines in eval_sets.items()},
-             "English tokens changed": changed_token_share(base_tok, t, english)} for w, t in toks.items()]
+    return [
+        {
+            "way": w,
+            "vocab": t.vocab_size,
+            **{
+                f"tokens/word {ev}": tokenizer_metrics(t, lines, morph=False)["fertility"]
+                for ev, lines in eval_sets.items()
+            },
+            "English tokens changed": changed_token_share(base_tok, t, english),
+        }
+        for w, t in toks.items()
+    ]
 
 
 def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
@@ -180,8 +243,9 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
         from peft import PeftModel
 
         cfg_w = way_config(cfg, result["way"], tok, base, base_tok)
-        model, _, _ = fit_base(base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init,
-                               dtype=dtype)
+        model, _, _ = fit_base(
+            base, tok, base_tokenizer=cfg_w.model.base_tokenizer, init=cfg_w.model.swap_init, dtype=dtype
+        )
         model = PeftModel.from_pretrained(model, str(final))
     else:  # full fine-tuning: the trained weights themselves
         model = load_base(final, dtype)
@@ -194,8 +258,7 @@ EXPORT_FORMAT = 2
 """Version of :func:`export_run`'s folders (2: a full run exports its trained weights; 1 exported the base)."""
 
 
-def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str],
-                    docs: list[str]) -> list[dict]:
+def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str], docs: list[str]) -> list[dict]:
     """Tokens per word of each ``adapt.extend_bases`` baseline extended by each ``adapt.extend_sizes`` on
     ``docs``, with the share of English tokens that change, next to our own tokenizer at the selected size."""
     from ..tokenizer import load_tokenizer
@@ -204,15 +267,35 @@ def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[
     rows, bases = [], baselines(cfg, list(cfg.adapt.extend_bases))
     ours = selected_tokenizer(cfg)
     if ours is not None:  # next to the extensions: our own tokenizer at the study's selected size
-        rows.append({"tokenizer": ours.name, "base": "ours", "n_new": 0, "vocab_size": ours.vocab_size,
-                     **_fertility_cols(ours, eval_sets)})
+        rows.append(
+            {
+                "tokenizer": ours.name,
+                "base": "ours",
+                "n_new": 0,
+                "vocab_size": ours.vocab_size,
+                **_fertility_cols(ours, eval_sets),
+            }
+        )
     for name, base in bases.items():
         for n_new in [0, *cfg.adapt.extend_sizes]:
-            tok = base if n_new == 0 else load_tokenizer(extend_tokenizer(
-                base.path, docs, n_new, Paths(cfg).adapt / f"{name}+{n_new}"), name=f"{name}+{n_new}")
-            rows.append({"tokenizer": tok.name, "base": name, "n_new": n_new, "vocab_size": tok.vocab_size,
-                         "english_tokens_changed": changed_token_share(base, tok, english),
-                         **_fertility_cols(tok, eval_sets)})
+            tok = (
+                base
+                if n_new == 0
+                else load_tokenizer(
+                    extend_tokenizer(base.path, docs, n_new, Paths(cfg).adapt / f"{name}+{n_new}"),
+                    name=f"{name}+{n_new}",
+                )
+            )
+            rows.append(
+                {
+                    "tokenizer": tok.name,
+                    "base": name,
+                    "n_new": n_new,
+                    "vocab_size": tok.vocab_size,
+                    "english_tokens_changed": changed_token_share(base, tok, english),
+                    **_fertility_cols(tok, eval_sets),
+                }
+            )
     return rows
 
 
@@ -224,3 +307,36 @@ def _fertility_cols(tok, eval_sets: dict[str, list[str]]) -> dict:
         m = tokenizer_metrics(tok, lines, morph=False)
         out.update({f"fertility_{ev}": m["fertility"], f"roundtrip_{ev}": m["roundtrip"]})
     return out
+
+
+@dataclass
+class Study:
+    """What :func:`run_study` made: the base (folder or hub id), its tokenizer, the pretraining result of a stand-in
+    base (None for a real one), the Azerbaijani documents, each way's tokenizer and each way x method's result."""
+
+    base: str
+    base_tok: object
+    pre: dict | None
+    docs: list[str]
+    toks: dict
+    runs: list[dict] = field(default_factory=list)
+
+    def stopped(self) -> list[str]:
+        """The runs a signal interrupted (a complete checkpoint was written; a new call resumes them)."""
+        return [f"{r['way']}-{r['method']} at step {r['steps']}" for r in self.runs if r.get("interrupted")]
+
+
+def run_study(cfg: Config, *, train: bool = True) -> Study:
+    """The adaptation study of ``adapt``: the base, the documents, the tokenizer of every ``adapt.ways`` and, with
+    ``train``, the run of every way x ``adapt.methods`` in that order (finished runs are returned as they are)."""
+    base, base_tok, pre = base_model(cfg)
+    docs = az_documents(cfg)
+    toks = {way: way_tokenizer(cfg, way, base_tok, docs) for way in cfg.adapt.ways}
+    study = Study(base=base, base_tok=base_tok, pre=pre, docs=docs, toks=toks)
+    if train:
+        study.runs = [
+            adapt_run(cfg, way, method, base, base_tok, toks[way])
+            for way in cfg.adapt.ways
+            for method in cfg.adapt.methods
+        ]
+    return study

@@ -18,17 +18,13 @@ import warnings
 from pathlib import Path
 
 from .. import data as azdata
-from ..config import Config, SourceConfig
+from ..config import Config
 from ..utils import atomic_write_json, json_hash
 from .paths import Paths
+from .sources import resolve
 from .tasks import decontamination_sets
 
-__all__ = ["resolve", "run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents"]
-
-
-def resolve(cfg: Config, source: SourceConfig, **over) -> azdata.Resolved:
-    """A source of the params resolved against the data root (``over`` replaces fields, e.g. a cap)."""
-    return azdata.resolve_source({**source.model_dump(), **over}, Paths(cfg).data_root)
+__all__ = ["run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents"]
 
 
 def run_corpus(cfg: Config, *, force: bool = False) -> dict:
@@ -39,20 +35,30 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
     evals, parallel, _ = eval_sets(cfg)
     lines = {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
     cores = os.cpu_count() or 1
-    return clean_corpus([resolve(cfg, cfg.data.train)], Paths(cfg).corpus_root, eval_lines=lines,
-                        languages=settings.languages, quality=settings.quality.model_dump(),
-                        decontamination_n=settings.decontamination_n,
-                        decontamination_min_words=settings.decontamination_min_words,
-                        minhash=settings.minhash.model_dump(), tasks=settings.tasks or cores,
-                        workers=settings.workers or cores, force=force)
+    return clean_corpus(
+        [resolve(cfg, cfg.data.train)],
+        Paths(cfg).corpus_root,
+        eval_lines=lines,
+        languages=settings.languages,
+        quality=settings.quality.model_dump(),
+        decontamination_n=settings.decontamination_n,
+        decontamination_min_words=settings.decontamination_min_words,
+        minhash=settings.minhash.model_dump(),
+        tasks=settings.tasks or cores,
+        workers=settings.workers or cores,
+        force=force,
+    )
 
 
 def _known_names(names: dict, sizes: dict, what: str) -> dict:
     """``names`` without those that match no source, each of which is warned about (with the sources)."""
     unknown = sorted(set(names) - set(sizes))
     if unknown:
-        warnings.warn(f"corpus.mix.{what}: {unknown} match no source of this corpus and are ignored; the sources are "
-                      f"{sorted(sizes)}", stacklevel=3)
+        warnings.warn(
+            f"corpus.mix.{what}: {unknown} match no source of this corpus and are ignored; the sources are "
+            f"{sorted(sizes)}",
+            stacklevel=3,
+        )
     return {k: v for k, v in names.items() if k in sizes}
 
 
@@ -65,14 +71,21 @@ def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
     sizes = {k: v.get("kept_bytes", 0) for k, v in manifest["counts"]["by_source"].items() if k != "total"}
     caps = _known_names(mix.caps, sizes, "caps")
     weights = _known_names(mix.weights, sizes, "weights")
-    source_rates = rates(sizes, temperature=mix.temperature, weights=weights, total_bytes=mix.total_bytes,
-                         max_repeat=mix.max_repeat)
+    source_rates = rates(
+        sizes, temperature=mix.temperature, weights=weights, total_bytes=mix.total_bytes, max_repeat=mix.max_repeat
+    )
     key = json_hash({"rates": source_rates, "caps": caps, "sentence_dedup": mix.sentence_dedup, "seed": cfg.seed})
     path = folder / f"mix-{key}.jsonl"
     counts_file = path.with_suffix(".counts.json")
     if not (path.is_file() and counts_file.is_file()):
-        counts = write_mix(in_input_order(folder / "clean"), path, source_rates=source_rates, caps=caps,
-                           sentence_dedup=mix.sentence_dedup, seed=cfg.seed)
+        counts = write_mix(
+            in_input_order(folder / "clean"),
+            path,
+            source_rates=source_rates,
+            caps=caps,
+            sentence_dedup=mix.sentence_dedup,
+            seed=cfg.seed,
+        )
         atomic_write_json(counts_file, {"rates": source_rates, "caps": caps, "counts": counts})
     return path, json.loads(counts_file.read_text())
 
@@ -111,7 +124,8 @@ def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[s
             resolved[f"parallel.{name}.{side}"] = r = resolve(cfg, getattr(pair, side))
             sides[side] = [normalize(t) for t in azdata.source_lines(r)]
         if len(sides["az"]) != len(sides["en"]):
-            raise azdata.DataError(f"parallel set {name!r}: {len(sides['az'])} Azerbaijani lines but "
-                                   f"{len(sides['en'])} English lines")
+            raise azdata.DataError(
+                f"parallel set {name!r}: {len(sides['az'])} Azerbaijani lines but {len(sides['en'])} English lines"
+            )
         parallel[name] = (sides["az"], sides["en"])
     return evals, parallel, resolved

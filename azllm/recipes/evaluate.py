@@ -33,14 +33,33 @@ from ..utils import atomic_write_json, json_hash
 from .paths import Paths
 from .tasks import hub_tasks, local_configs, local_task_args, probe_rows
 
-__all__ = ["settings_key", "score_model", "probe_scores", "evaluate_model", "study", "before_after", "ranking",
-           "contamination", "conventions", "results_record", "scoring_benchmark", "score_pair", "pair_rows"]
+__all__ = [
+    "settings_key",
+    "score_model",
+    "probe_scores",
+    "evaluate_model",
+    "study",
+    "before_after",
+    "ranking",
+    "contamination",
+    "conventions",
+    "results_record",
+    "scoring_benchmark",
+    "score_pair",
+    "pair_rows",
+]
 
 
 def settings_key(cfg: Config, model_id: str = "") -> str:
     """What a cached score depends on: the evaluation settings, the data root, the seed and the model."""
-    return json_hash({"evaluate": cfg.evaluate.model_dump(mode="json"), "seed": cfg.seed,
-                      "root": str(Paths(cfg).data_root), "model": model_id})
+    return json_hash(
+        {
+            "evaluate": cfg.evaluate.model_dump(mode="json"),
+            "seed": cfg.seed,
+            "root": str(Paths(cfg).data_root),
+            "model": model_id,
+        }
+    )
 
 
 def _weights_id(folder: str | os.PathLike) -> str:
@@ -61,18 +80,37 @@ def probe_scores(cfg: Config, model, tokenizer) -> dict:
         if not train or not test:
             continue
         pairs = lambda rows: [(x["text"], x["label"]) for x in rows]  # noqa: E731
-        r = probe_task(model, tokenizer, pairs(train + test) if p.folds else pairs(train),
-                       None if p.folds else pairs(test), seed=cfg.seed, layer=p.layer, max_length=p.max_length,
-                       batch_size=p.batch_size, C=p.C, folds=p.folds or 5)
-        out[f"{task}_probe"] = {"acc": r["accuracy"], "acc_stderr": r["stderr"], "headline": "acc",
-                                "value": r["accuracy"], "stderr": r["stderr"], "n": r["n_test"],
-                                "output_type": "probe", "num_fewshot": None, "chance": r["chance_majority"],
-                                "items": [float(c) for c in r["correct"]], "n_train": r["n_train"]}
+        r = probe_task(
+            model,
+            tokenizer,
+            pairs(train + test) if p.folds else pairs(train),
+            None if p.folds else pairs(test),
+            seed=cfg.seed,
+            layer=p.layer,
+            max_length=p.max_length,
+            batch_size=p.batch_size,
+            C=p.C,
+            folds=p.folds or 5,
+        )
+        out[f"{task}_probe"] = {
+            "acc": r["accuracy"],
+            "acc_stderr": r["stderr"],
+            "headline": "acc",
+            "value": r["accuracy"],
+            "stderr": r["stderr"],
+            "n": r["n_test"],
+            "output_type": "probe",
+            "num_fewshot": None,
+            "chance": r["chance_majority"],
+            "items": [float(c) for c in r["correct"]],
+            "n_train": r["n_train"],
+        }
     return out
 
 
-def score_model(cfg: Config, model, tokenizer, *, name: str, cache_dir: str | os.PathLike | None = None,
-                model_id: str = "") -> dict:
+def score_model(
+    cfg: Config, model, tokenizer, *, name: str, cache_dir: str | os.PathLike | None = None, model_id: str = ""
+) -> dict:
     """Scores of one in-memory model with its Hugging Face tokenizer: lm-eval tasks and the probe. With
     ``cache_dir`` the result is kept there (``eval-<settings and model_id>.json``) and returned as is next time."""
     from ..evaluation.harness import score
@@ -82,8 +120,17 @@ def score_model(cfg: Config, model, tokenizer, *, name: str, cache_dir: str | os
     if cache is not None and cache.is_file():
         return json.loads(cache.read_text())
     configs, hub = local_configs(cfg), hub_tasks(cfg)
-    res = score(model, tokenizer, configs, hub_tasks=hub, batch_size=ev.batch_size, limit=ev.limit, seed=cfg.seed,
-                bootstrap_iters=ev.bootstrap_iters, max_length=ev.max_length)
+    res = score(
+        model,
+        tokenizer,
+        configs,
+        hub_tasks=hub,
+        batch_size=ev.batch_size,
+        limit=ev.limit,
+        seed=cfg.seed,
+        bootstrap_iters=ev.bootstrap_iters,
+        max_length=ev.max_length,
+    )
     res["tasks"].update(probe_scores(cfg, model, tokenizer))
     res["name"] = name
     res["fewshot_overlap"] = _overlaps(configs)
@@ -104,12 +151,18 @@ def _overlaps(configs: list[dict]) -> dict:
 
 def results_record(cfg: Config, res: dict, info: dict) -> dict:
     """What ``results.json`` holds: the scores, the model, and the run's identity (params hash, seed)."""
-    return {"model": info, "params_hash": cfg.hash(), "seed": cfg.seed, "evaluate": cfg.evaluate.model_dump(mode="json"),
-            **res}
+    return {
+        "model": info,
+        "params_hash": cfg.hash(),
+        "seed": cfg.seed,
+        "evaluate": cfg.evaluate.model_dump(mode="json"),
+        **res,
+    }
 
 
-def evaluate_model(cfg: Config, spec: str, *, tokenizer: str | None = None,
-                   out: str | os.PathLike | None = None) -> tuple[dict, Path]:
+def evaluate_model(
+    cfg: Config, spec: str, *, tokenizer: str | None = None, out: str | os.PathLike | None = None
+) -> tuple[dict, Path]:
     """Load a folder or hub id and score it; writes ``results.json`` into ``out`` (default
     ``artifacts/<run>/eval/<model name>/``). Returns ``(results, path)``."""
     from ..evaluation.load import load_model
@@ -125,6 +178,7 @@ def evaluate_model(cfg: Config, spec: str, *, tokenizer: str | None = None,
 
 # --------------------------------------------------------------------------------------------- the study
 
+
 def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tuple[dict, dict]:
     """The base of notebook 05 and the merged export of every run, scored: ``(before, {(way, method): after})``."""
     from ..evaluation.load import load_model
@@ -139,9 +193,14 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
         m, t, _ = load_model(folder)
         name = f"{r['way']}-{r['method']}"
         # cached as score_pair caches a folder: notebook 07 scores the export it instruction-tunes without a rerun
-        after[(r["way"], r["method"])] = score_model(cfg, m, t, name=name,
-                                                     cache_dir=Paths(cfg).artifacts / "eval" / Path(folder).name,
-                                                     model_id=_weights_id(folder))
+        after[(r["way"], r["method"])] = score_model(
+            cfg,
+            m,
+            t,
+            name=name,
+            cache_dir=Paths(cfg).artifacts / "eval" / Path(folder).name,
+            model_id=_weights_id(folder),
+        )
     return before, after
 
 
@@ -153,9 +212,16 @@ def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
     out = []
     for spec in (before, after):
         model, tok, _ = load_model(spec)
-        out.append(score_model(cfg, model, tok, name=Path(str(spec)).name,
-                               cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
-                               model_id=_weights_id(spec)))
+        out.append(
+            score_model(
+                cfg,
+                model,
+                tok,
+                name=Path(str(spec)).name,
+                cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
+                model_id=_weights_id(spec),
+            )
+        )
     return out[0], out[1]
 
 
@@ -169,10 +235,22 @@ def pair_rows(cfg: Config, before: dict, after: dict) -> list[dict]:
         if a is None:
             continue
         d = difference(b, a, z=ev.z)
-        rows.append({"task": task, "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
-                     "metric": a["headline"], "before": b["value"], "before_se": b["stderr"], "after": a["value"],
-                     "after_se": a["stderr"], "delta": d["delta"], "delta_se": d["se"], "verdict": d["verdict"],
-                     "chance": a.get("chance"), "n": a.get("n")})
+        rows.append(
+            {
+                "task": task,
+                "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
+                "metric": a["headline"],
+                "before": b["value"],
+                "before_se": b["stderr"],
+                "after": a["value"],
+                "after_se": a["stderr"],
+                "delta": d["delta"],
+                "delta_se": d["se"],
+                "verdict": d["verdict"],
+                "chance": a.get("chance"),
+                "n": a.get("n"),
+            }
+        )
     return rows
 
 
@@ -189,14 +267,28 @@ def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> li
             if a is None or task.startswith("mmlu_en_"):
                 continue
             d = difference(b, a, z=ev.z)
-            rows.append({"way": way, "method": method, "task": task,
-                         "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
-                         "metric": a["headline"], "before": b["value"], "before_se": b["stderr"],
-                         "after": a["value"], "after_se": a["stderr"], "delta": d["delta"], "delta_se": d["se"],
-                         "paired": d["paired"], "verdict": d["verdict"], "chance": a.get("chance"), "n": a.get("n"),
-                         "az_bpb_after": run["final"][run["az_set"]]["bpb"] if run else None,
-                         "tokens_per_s": run["throughput"]["tokens_per_s"] if run else None,
-                         "seconds": run.get("seconds")})
+            rows.append(
+                {
+                    "way": way,
+                    "method": method,
+                    "task": task,
+                    "language": "az" if task in ev.az_tasks else "en" if task in ev.en_tasks else "—",
+                    "metric": a["headline"],
+                    "before": b["value"],
+                    "before_se": b["stderr"],
+                    "after": a["value"],
+                    "after_se": a["stderr"],
+                    "delta": d["delta"],
+                    "delta_se": d["se"],
+                    "paired": d["paired"],
+                    "verdict": d["verdict"],
+                    "chance": a.get("chance"),
+                    "n": a.get("n"),
+                    "az_bpb_after": run["final"][run["az_set"]]["bpb"] if run else None,
+                    "tokens_per_s": run["throughput"]["tokens_per_s"] if run else None,
+                    "seconds": run.get("seconds"),
+                }
+            )
     return rows
 
 
@@ -213,25 +305,37 @@ def ranking(cfg: Config, rows: list[dict], runs: list[dict]) -> list[dict]:
         hours = (run.get("seconds") or 0) / 3600
         tokens = run["steps"] * run["throughput"]["tokens_per_step"]
         gpu_hours = tokens / job.tokens_per_s / 3600 if tokens and job.tokens_per_s else None
-        out.append({
-            "way": run["way"], "method": run["method"],
-            "az_gain": az["delta"] if az else None, "az_gain_se": az["delta_se"] if az else None,
-            "az_verdict": az["verdict"] if az else None,
-            "en_change": en["delta"] if en else None, "en_change_se": en["delta_se"] if en else None,
-            "en_verdict": en["verdict"] if en else None,
-            "device_hours": hours, "az_gain_per_device_hour": (az["delta"] / hours) if az and hours else None,
-            "tokens_trained": tokens, "gpu_plan_hours": gpu_hours,
-            "gpu_plan_cost": gpu_hours * job.price_per_hour / job.gpus_per_instance if gpu_hours else None,
-        })
-    return sorted(out, key=lambda r: -(r["az_gain_per_device_hour"] if r["az_gain_per_device_hour"] is not None
-                                       else float("-inf")))
+        out.append(
+            {
+                "way": run["way"],
+                "method": run["method"],
+                "az_gain": az["delta"] if az else None,
+                "az_gain_se": az["delta_se"] if az else None,
+                "az_verdict": az["verdict"] if az else None,
+                "en_change": en["delta"] if en else None,
+                "en_change_se": en["delta_se"] if en else None,
+                "en_verdict": en["verdict"] if en else None,
+                "device_hours": hours,
+                "az_gain_per_device_hour": (az["delta"] / hours) if az and hours else None,
+                "tokens_trained": tokens,
+                "gpu_plan_hours": gpu_hours,
+                "gpu_plan_cost": gpu_hours * job.price_per_hour / job.gpus_per_instance if gpu_hours else None,
+            }
+        )
+    return sorted(
+        out,
+        key=lambda r: -(r["az_gain_per_device_hour"] if r["az_gain_per_device_hour"] is not None else float("-inf")),
+    )
 
 
 def base_at_chance(cfg: Config, before: dict) -> bool:
     """Whether the base sits at chance on every multiple-choice task it was scored on (within ``evaluate.z``
     standard errors of the chance level): its downstream before -> after answers are then noise."""
-    mc = [t for n, t in before["tasks"].items() if t.get("chance") is not None and t.get("stderr") is not None
-          and not n.endswith("_probe")]
+    mc = [
+        t
+        for n, t in before["tasks"].items()
+        if t.get("chance") is not None and t.get("stderr") is not None and not n.endswith("_probe")
+    ]
     return bool(mc) and all(abs(t["value"] - t["chance"]) <= cfg.evaluate.z * max(t["stderr"], 1e-9) for t in mc)
 
 
@@ -251,23 +355,47 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
             continue
         factor = z * r["delta_se"] / r["delta"]
         pts = run["curves"]["eval"].get(run["az_set"], [])
-        slope = ((pts[-1]["bpb"] - pts[-2]["bpb"]) / (pts[-1]["step"] - pts[-2]["step"]) * 100
-                 if len(pts) >= 2 and pts[-1]["step"] > pts[-2]["step"] else None)
-        to_signal.append({"way": r["way"], "method": r["method"], "task": r["task"], "delta": r["delta"],
-                          "delta_se": r["delta_se"], "steps": run["steps"],
-                          "steps_needed": int(math.ceil(run["steps"] * factor)),
-                          "tokens_needed": int(math.ceil(run["steps"] * factor * run["throughput"]["tokens_per_step"])),
-                          "az_bpb_per_100_steps": slope})
-    return {"az": [r for r in beyond if r["language"] == "az"], "en": [r for r in beyond if r["language"] == "en"],
-            "base_at_chance": base_at_chance(cfg, before), "to_signal": to_signal, "z": z}
+        slope = (
+            (pts[-1]["bpb"] - pts[-2]["bpb"]) / (pts[-1]["step"] - pts[-2]["step"]) * 100
+            if len(pts) >= 2 and pts[-1]["step"] > pts[-2]["step"]
+            else None
+        )
+        to_signal.append(
+            {
+                "way": r["way"],
+                "method": r["method"],
+                "task": r["task"],
+                "delta": r["delta"],
+                "delta_se": r["delta_se"],
+                "steps": run["steps"],
+                "steps_needed": int(math.ceil(run["steps"] * factor)),
+                "tokens_needed": int(math.ceil(run["steps"] * factor * run["throughput"]["tokens_per_step"])),
+                "az_bpb_per_100_steps": slope,
+            }
+        )
+    return {
+        "az": [r for r in beyond if r["language"] == "az"],
+        "en": [r for r in beyond if r["language"] == "en"],
+        "base_at_chance": base_at_chance(cfg, before),
+        "to_signal": to_signal,
+        "z": z,
+    }
 
 
 def conventions(before: dict, after: dict) -> list[dict]:
     """Per model: whether its tokenizer prepends BOS by default (what lm-eval then does), the few-shot seed, the
     lm-eval version."""
     models = {"base": before, **{f"{w}-{m}": r for (w, m), r in after.items()}}
-    return [{"model": k, "bos token": r["bos"]["bos_token"], "prepends BOS": r["bos"]["prepends_bos"],
-             "few-shot seed": r["seed"], "lm-eval": r["lm_eval"]} for k, r in models.items()]
+    return [
+        {
+            "model": k,
+            "bos token": r["bos"]["bos_token"],
+            "prepends BOS": r["bos"]["prepends_bos"],
+            "few-shot seed": r["seed"],
+            "lm-eval": r["lm_eval"],
+        }
+        for k, r in models.items()
+    ]
 
 
 def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
@@ -276,7 +404,8 @@ def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
     (:func:`azllm.corpus.decontaminate.hits_by_set`, the corpus stage's n-gram rule)."""
     from ..corpus.decontaminate import hits_by_set
     from ..data import iter_documents
-    from .corpus import eval_sets, resolve
+    from .corpus import eval_sets
+    from .sources import resolve
     from .tasks import decontamination_sets
 
     if docs is None:
@@ -288,8 +417,9 @@ def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
     return [{"set": k, "lines": len(sets[k]), "training documents it would remove": v} for k, v in hits.items()]
 
 
-def scoring_benchmark(cfg: Config, model: str, *, task: str | None = None, rounds: int = 3,
-                      batch_sizes: tuple[int, ...] = (1, 16)) -> dict:
+def scoring_benchmark(
+    cfg: Config, model: str, *, task: str | None = None, rounds: int = 3, batch_sizes: tuple[int, ...] = (1, 16)
+) -> dict:
     """Items per second of one multiple-choice task (default: the first local one of ``evaluate.tasks``) on a model
     folder, batched vs one request at a time (:func:`azllm.bench.evaluation.benchmark`); written to
     ``artifacts/<run>/eval_benchmark.json``."""
@@ -298,8 +428,16 @@ def scoring_benchmark(cfg: Config, model: str, *, task: str | None = None, round
 
     ev, paths = cfg.evaluate, Paths(cfg)
     if task is None:
-        task = next((t for t in ev.tasks if t in LOCAL_TASKS and t in ev.local
-                     and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"), None)
+        task = next(
+            (
+                t
+                for t in ev.tasks
+                if t in LOCAL_TASKS
+                and t in ev.local
+                and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"
+            ),
+            None,
+        )
     if task is None or task not in ev.local:
         raise KeyError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
     args = local_task_args(cfg, task)

@@ -61,13 +61,24 @@ from ..config import Config, ParamsError, load_params
 from ..utils import REPO_ROOT, atomic_write_text
 from .paths import Paths
 
-__all__ = ["launch", "stage_source", "build_trainer", "describe", "estimate", "cost_lines", "checkpoint_bytes",
-           "ENTRY_SCRIPT", "PARAMS_NAME", "REDACTED"]
+__all__ = [
+    "launch",
+    "stage_source",
+    "build_trainer",
+    "describe",
+    "estimate",
+    "cost_lines",
+    "checkpoint_bytes",
+    "ENTRY_SCRIPT",
+    "PARAMS_NAME",
+    "REDACTED",
+]
 
 ENTRY_SCRIPT = "azllm_train.py"
 PARAMS_NAME = "params.yaml"
 REDACTED = "<redacted: from the launcher's environment>"
-_ENTRY = '''"""SageMaker entry written by azllm.recipes.launch: ``python -m azllm COMMAND params.yaml`` in every process that the
+_ENTRY = '''"""SageMaker entry written by azllm.recipes.launch: ``python -m azllm COMMAND params.yaml`` in every
+process that the
 SDK's torchrun driver starts. The driver passes the job's hyperparameters as ``--key value``: ``--params`` names the
 params file beside this script; ``--run_name`` and ``--params_hash`` are only recorded."""
 import argparse
@@ -90,27 +101,50 @@ def _sdk():
     try:
         import boto3
         from sagemaker.core.helper.session_helper import Session
-        from sagemaker.core.training.configs import (CheckpointConfig, Compute, InputData, OutputDataConfig,
-                                                     SourceCode, StoppingCondition)
+        from sagemaker.core.training.configs import (
+            CheckpointConfig,
+            Compute,
+            InputData,
+            OutputDataConfig,
+            SourceCode,
+            StoppingCondition,
+        )
         from sagemaker.train import ModelTrainer
         from sagemaker.train.distributed import Torchrun
     except ImportError as e:
-        raise ImportError(f"python -m azllm launch needs the SageMaker SDK, the azllm[sagemaker] extra (see the "
-                          f"docs/scale-out.md, SageMaker): {e}") from e
-    return dict(boto3=boto3, Session=Session, CheckpointConfig=CheckpointConfig, Compute=Compute,
-                InputData=InputData, OutputDataConfig=OutputDataConfig, SourceCode=SourceCode,
-                StoppingCondition=StoppingCondition, ModelTrainer=ModelTrainer, Torchrun=Torchrun)
+        raise ImportError(
+            f"python -m azllm launch needs the SageMaker SDK, the azllm[sagemaker] extra (see the "
+            f"docs/scale-out.md, SageMaker): {e}"
+        ) from e
+    return dict(
+        boto3=boto3,
+        Session=Session,
+        CheckpointConfig=CheckpointConfig,
+        Compute=Compute,
+        InputData=InputData,
+        OutputDataConfig=OutputDataConfig,
+        SourceCode=SourceCode,
+        StoppingCondition=StoppingCondition,
+        ModelTrainer=ModelTrainer,
+        Torchrun=Torchrun,
+    )
 
 
-def stage_source(params_file: str | os.PathLike, dest: str | os.PathLike, *,
-                 lock: str | os.PathLike = REPO_ROOT / "requirements.lock", command: str = "train") -> Path:
+def stage_source(
+    params_file: str | os.PathLike,
+    dest: str | os.PathLike,
+    *,
+    lock: str | os.PathLike = REPO_ROOT / "requirements.lock",
+    command: str = "train",
+) -> Path:
     """The job's code folder ``dest`` (replaced): the azllm package, the params file as ``params.yaml``, the lock as
     ``requirements.txt`` and the entry script (running ``azllm <command> params.yaml``: ``launch.command``)."""
     dest = Path(dest)
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(Path(__file__).resolve().parents[1], dest / "azllm",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        Path(__file__).resolve().parents[1], dest / "azllm", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     shutil.copy(params_file, dest / PARAMS_NAME)
     shutil.copy(lock, dest / "requirements.txt")
     (dest / ENTRY_SCRIPT).write_text(_ENTRY.replace('COMMAND = "train"', f"COMMAND = {command!r}"))
@@ -127,8 +161,10 @@ def _check(cfg: Config, *, dry_run: bool) -> None:
         if uri is not None and not uri.startswith("s3://"):
             raise ParamsError(f"launch.{key}: an s3:// URI, got {uri!r}")
     if section.spot and section.max_wait_hours < section.max_run_hours:
-        raise ParamsError(f"launch.max_wait_hours ({section.max_wait_hours}) must be at least launch.max_run_hours "
-                          f"({section.max_run_hours}) for a spot job")
+        raise ParamsError(
+            f"launch.max_wait_hours ({section.max_wait_hours}) must be at least launch.max_run_hours "
+            f"({section.max_run_hours}) for a spot job"
+        )
     m = re.search(r"\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com", section.image)
     if m and m.group(1) != section.region:
         raise ParamsError(f"launch.image is in {m.group(1)}, the job runs in launch.region {section.region}")
@@ -163,28 +199,47 @@ def build_trainer(cfg: Config, source_dir: str | os.PathLike, *, environ=None, o
     """``(ModelTrainer, secrets)`` of the run: see the module docstring for what it holds. ``offline``: build it
     without any AWS call (no role check; credentials are not looked up on the EC2 metadata endpoint)."""
     sdk, section, job = _sdk(), cfg.launch, cfg.benchmark.job
-    env, secrets = job_environment(section.environment, section.forward_env, section.checkpoint_local_path,
-                                   os.environ if environ is None else environ)
-    channels = [sdk["InputData"](channel_name=name, data_source=uri)
-                for name, uri in (("data", section.data_s3_uri), ("tokens", section.tokens_s3_uri)) if uri]
+    env, secrets = job_environment(
+        section.environment,
+        section.forward_env,
+        section.checkpoint_local_path,
+        os.environ if environ is None else environ,
+    )
+    channels = [
+        sdk["InputData"](channel_name=name, data_source=uri)
+        for name, uri in (("data", section.data_s3_uri), ("tokens", section.tokens_s3_uri))
+        if uri
+    ]
     bucket = section.output_s3_uri.removeprefix("s3://").split("/")[0]
     with _offline(offline):
         session = sdk["Session"](boto_session=sdk["boto3"].Session(region_name=section.region), default_bucket=bucket)
         trainer = sdk["ModelTrainer"](
-            sagemaker_session=session, role=section.role, training_image=section.image,
+            sagemaker_session=session,
+            role=section.role,
+            training_image=section.image,
             base_job_name=section.base_job_name or re.sub(r"[^A-Za-z0-9-]", "-", f"azllm-{cfg.run_name}")[:40],
-            source_code=sdk["SourceCode"](source_dir=str(source_dir), entry_script=ENTRY_SCRIPT,
-                                          requirements="requirements.txt"),
+            source_code=sdk["SourceCode"](
+                source_dir=str(source_dir), entry_script=ENTRY_SCRIPT, requirements="requirements.txt"
+            ),
             distributed=sdk["Torchrun"](process_count_per_node=job.gpus_per_instance),
-            compute=sdk["Compute"](instance_type=job.instance, instance_count=job.instances, volume_size_in_gb=section.volume_gb,
-                                   enable_managed_spot_training=section.spot),
+            compute=sdk["Compute"](
+                instance_type=job.instance,
+                instance_count=job.instances,
+                volume_size_in_gb=section.volume_gb,
+                enable_managed_spot_training=section.spot,
+            ),
             stopping_condition=sdk["StoppingCondition"](
                 max_runtime_in_seconds=int(section.max_run_hours * 3600),
-                max_wait_time_in_seconds=int(section.max_wait_hours * 3600) if section.spot else None),
-            checkpoint_config=sdk["CheckpointConfig"](s3_uri=section.checkpoint_s3_uri, local_path=section.checkpoint_local_path),
+                max_wait_time_in_seconds=int(section.max_wait_hours * 3600) if section.spot else None,
+            ),
+            checkpoint_config=sdk["CheckpointConfig"](
+                s3_uri=section.checkpoint_s3_uri, local_path=section.checkpoint_local_path
+            ),
             output_data_config=sdk["OutputDataConfig"](s3_output_path=section.output_s3_uri),
-            input_data_config=channels or None, environment=env,
-            hyperparameters={"params": PARAMS_NAME, "run_name": cfg.run_name, "params_hash": cfg.hash()})
+            input_data_config=channels or None,
+            environment=env,
+            hyperparameters={"params": PARAMS_NAME, "run_name": cfg.run_name, "params_hash": cfg.hash()},
+        )
     return trainer, secrets
 
 
@@ -267,49 +322,76 @@ def estimate(cfg: Config) -> dict:
         train = cfg.train
         steps, per_step = train.max_steps, train.batch_size * train.grad_accum * train.block_size * world
         ckpt, keep = checkpoint_bytes(cfg), train.save_total_limit
-    est = {"tokens": steps * per_step, "tokens_per_step": per_step, "steps": steps, "command": cfg.launch.command,
-           "processes": world,
-           "instance": job.instance, "instances": job.instances, "tokens_per_s_per_gpu": job.tokens_per_s,
-           "price_per_hour": job.price_per_hour, "spot_price_per_hour": job.spot_price_per_hour,
-           "checkpoint_bytes": ckpt, "keep_checkpoints": keep, "planned_tokens": job.tokens,
-           "storage_price_gb_month": job.storage_price_gb_month}
+    est = {
+        "tokens": steps * per_step,
+        "tokens_per_step": per_step,
+        "steps": steps,
+        "command": cfg.launch.command,
+        "processes": world,
+        "instance": job.instance,
+        "instances": job.instances,
+        "tokens_per_s_per_gpu": job.tokens_per_s,
+        "price_per_hour": job.price_per_hour,
+        "spot_price_per_hour": job.spot_price_per_hour,
+        "checkpoint_bytes": ckpt,
+        "keep_checkpoints": keep,
+        "planned_tokens": job.tokens,
+        "storage_price_gb_month": job.storage_price_gb_month,
+    }
     if job.tokens_per_s:
-        est.update(mem.job_cost(tokens=est["tokens"], tokens_per_s=job.tokens_per_s * world, instances=job.instances,
-                                price_per_hour=job.price_per_hour, spot_price_per_hour=job.spot_price_per_hour,
-                                checkpoint_bytes=ckpt or 0, keep_checkpoints=keep,
-                                storage_price_gb_month=job.storage_price_gb_month))
+        est.update(
+            mem.job_cost(
+                tokens=est["tokens"],
+                tokens_per_s=job.tokens_per_s * world,
+                instances=job.instances,
+                price_per_hour=job.price_per_hour,
+                spot_price_per_hour=job.spot_price_per_hour,
+                checkpoint_bytes=ckpt or 0,
+                keep_checkpoints=keep,
+                storage_price_gb_month=job.storage_price_gb_month,
+            )
+        )
     return est
 
 
 def cost_lines(est: dict, *, spot: bool, max_run_hours: float) -> str:
     """The estimate as the lines printed before a launch."""
     e = est
-    out = ["cost of the job (azllm.memory.job_cost; example prices from benchmark.job, nothing fetched):",
-           f"  tokens       {e['tokens']:,} = {e['steps']} steps x {e['tokens_per_step']:,} tokens "
-           f"({e['processes']} processes on {e['instances']} x {e['instance']})"]
+    out = [
+        "cost of the job (azllm.memory.job_cost; example prices from benchmark.job, nothing fetched):",
+        f"  tokens       {e['tokens']:,} = {e['steps']} steps x {e['tokens_per_step']:,} tokens "
+        f"({e['processes']} processes on {e['instances']} x {e['instance']})",
+    ]
     if e.get("command") == "sft":
         out.append("  note         azllm sft: at most this many tokens (steps x batch x sft.max_length)")
     elif abs(e["tokens"] - e["planned_tokens"]) > 0.01 * e["planned_tokens"]:
         out.append(f"  note         benchmark.job.tokens plans {e['planned_tokens']:.3g}; the job trains on train's")
     if "hours" not in e:
-        return "\n".join(out + ["  no estimate: set benchmark.job.tokens_per_s (tokens/s of one GPU, e.g. from "
-                                "make bench-gpu)"])
-    ck = "unknown (pretrained base)" if e["checkpoint_bytes"] is None else \
-        f"{e['keep_checkpoints']} x {e['checkpoint_gb']:.1f} GB kept, ${e['storage']:.3f} for the job's duration " \
+        return "\n".join(
+            out + ["  no estimate: set benchmark.job.tokens_per_s (tokens/s of one GPU, e.g. from make bench-gpu)"]
+        )
+    ck = (
+        "unknown (pretrained base)"
+        if e["checkpoint_bytes"] is None
+        else f"{e['keep_checkpoints']} x {e['checkpoint_gb']:.1f} GB kept, ${e['storage']:.3f} for the job's duration "
         f"(${e['keep_checkpoints'] * e['checkpoint_gb'] * e['storage_price_gb_month']:.2f} per month they stay in S3)"
-    out += [f"  throughput   {e['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU (benchmark.job.tokens_per_s) x "
-            f"{e['processes']}",
-            f"  time         {e['hours']:.2f} h ({e['instance_hours']:.2f} instance-hours; "
-            f"max run {max_run_hours:g} h)",
-            f"  on-demand    ${e['on_demand']:,.2f} at ${e['price_per_hour']}/h per instance",
-            f"  spot         ${e['spot']:,.2f} at ${e['spot_price_per_hour']}/h per instance",
-            f"  checkpoints  {ck}",
-            f"  total        ${e['total_spot' if spot else 'total_on_demand']:,.2f} "
-            f"({'spot' if spot else 'on-demand'}, this job) vs ${e['total_on_demand' if spot else 'total_spot']:,.2f} "
-            f"({'on-demand' if spot else 'spot'})"]
+    )
+    out += [
+        f"  throughput   {e['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU (benchmark.job.tokens_per_s) x "
+        f"{e['processes']}",
+        f"  time         {e['hours']:.2f} h ({e['instance_hours']:.2f} instance-hours; max run {max_run_hours:g} h)",
+        f"  on-demand    ${e['on_demand']:,.2f} at ${e['price_per_hour']}/h per instance",
+        f"  spot         ${e['spot']:,.2f} at ${e['spot_price_per_hour']}/h per instance",
+        f"  checkpoints  {ck}",
+        f"  total        ${e['total_spot' if spot else 'total_on_demand']:,.2f} "
+        f"({'spot' if spot else 'on-demand'}, this job) vs ${e['total_on_demand' if spot else 'total_spot']:,.2f} "
+        f"({'on-demand' if spot else 'spot'})",
+    ]
     if e["hours"] > max_run_hours:
-        out.append(f"  WARNING      {e['hours']:.1f} h > launch.max_run_hours: SageMaker stops the job first; a "
-                   "new launch resumes from the checkpoints")
+        out.append(
+            f"  WARNING      {e['hours']:.1f} h > launch.max_run_hours: SageMaker stops the job first; a "
+            "new launch resumes from the checkpoints"
+        )
     return "\n".join(out)
 
 
@@ -318,8 +400,14 @@ def _write_record(path: Path, record: dict, secrets: dict) -> None:
     atomic_write_text(path, json.dumps(_redact(record, set(secrets.values())), indent=2) + "\n")
 
 
-def launch(params_file: str | os.PathLike, *, dry_run: bool = False, out_dir: str | os.PathLike | None = None,
-           environ=None, show=print) -> dict:
+def launch(
+    params_file: str | os.PathLike,
+    *,
+    dry_run: bool = False,
+    out_dir: str | os.PathLike | None = None,
+    environ=None,
+    show=print,
+) -> dict:
     """Build the job of ``params_file``, ``show`` its cost (and with ``dry_run`` its description), write
     ``job.json`` to ``out_dir`` (default ``artifacts/<run_name>/launch``) and, unless ``dry_run``, start it (not
     waiting). Returns the record written."""
@@ -329,9 +417,14 @@ def launch(params_file: str | os.PathLike, *, dry_run: bool = False, out_dir: st
     out = Path(out_dir) if out_dir else Paths(cfg).launch
     src = stage_source(params_file, out / "source", command=cfg.launch.command)
     trainer, secrets = build_trainer(cfg, src, environ=environ, offline=dry_run)
-    record = {"params_file": str(params_file), "dry_run": dry_run, "source_dir": str(src),
-              "trainer": describe(trainer, secrets), "cost": estimate(cfg),
-              "forwarded_env": sorted(secrets)}
+    record = {
+        "params_file": str(params_file),
+        "dry_run": dry_run,
+        "source_dir": str(src),
+        "trainer": describe(trainer, secrets),
+        "cost": estimate(cfg),
+        "forwarded_env": sorted(secrets),
+    }
     show(cost_lines(record["cost"], spot=cfg.launch.spot, max_run_hours=cfg.launch.max_run_hours))
     if dry_run:
         show(json.dumps(record["trainer"], indent=2))

@@ -23,37 +23,58 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from ..config import Config, deep_update
-from .corpus import resolve
 from .paths import Paths
+from .sources import resolve
 from .tasks import decontamination_sets
 
-__all__ = ["sft_spec", "base_folder", "best_adapt_run", "load_base_tokenizer", "sft_tokenizer", "sft_data",
-           "sft_run", "answers", "base_answers", "chrf_change", "export_sft", "compare_variants", "sft_job", "sft_command", "data_rows",
-           "sft_benchmark"]
+__all__ = [
+    "sft_spec",
+    "base_folder",
+    "best_adapt_run",
+    "load_base_tokenizer",
+    "sft_tokenizer",
+    "sft_data",
+    "sft_run",
+    "answers",
+    "base_answers",
+    "chrf_change",
+    "export_sft",
+    "compare_variants",
+    "sft_job",
+    "sft_command",
+    "data_rows",
+    "sft_benchmark",
+]
 
 
-def sft_spec(cfg: Config, *, method: str | None = None, packing: bool | None = None, max_steps: int | None = None,
-             resume: bool | None = None):
-    """The :class:`~azllm.sft.train.SftSpec` of ``sft`` (the arguments override it)."""
+def sft_spec(
+    cfg: Config,
+    *,
+    method: str | None = None,
+    packing: bool | None = None,
+    max_steps: int | None = None,
+    resume: bool | None = None,
+):
+    """The :class:`~azllm.sft.train.SftSpec` of ``sft`` (:func:`azllm.recipes.specs.build_spec`; the arguments
+    override it; ``method`` is the model's, not the loop's, and changes nothing here)."""
     from ..sft.train import SftSpec
+    from .specs import build_spec
 
-    s = cfg.sft
-    return SftSpec(max_steps=int(max_steps or s.max_steps), batch_size=s.batch_size, grad_accum=s.grad_accum,
-                   lr=s.lr, min_lr_ratio=s.min_lr_ratio, warmup_steps=s.warmup_steps, weight_decay=s.weight_decay,
-                   optimizer=s.optimizer, precision=s.precision, gradient_checkpointing=s.gradient_checkpointing,
-                   max_length=s.max_length, packing=s.packing if packing is None else packing,
-                   packing_strategy=s.packing_strategy, assistant_only_loss=s.assistant_only_loss,
-                   completion_only_loss=s.completion_only_loss, eval_steps=s.eval_steps,
-                   keep_best=s.keep_best, early_stopping_patience=s.early_stopping_patience,
-                   save_total_limit=s.save_total_limit, logging_steps=s.logging_steps, untimed_steps=s.untimed_steps,
-                   seed=cfg.seed, resume=s.resume if resume is None else resume, report_to=tuple(s.report_to))
+    over = {"max_steps": int(max_steps)} if max_steps else {}
+    if packing is not None:
+        over["packing"] = packing
+    if resume is not None:
+        over["resume"] = resume
+    return build_spec(SftSpec, cfg.sft, seed=cfg.seed, **over)
 
 
 # ------------------------------------------------------------------------------------------------------ base
+
 
 def best_adapt_run(results: list[dict]) -> dict:
     """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``)."""
@@ -69,24 +90,26 @@ def base_folder(cfg: Config) -> tuple[str, dict]:
         return cfg.sft.base, {"base": cfg.sft.base, "how": "sft.base"}
     from . import adapt
 
-    base, base_tok, _ = adapt.base_model(cfg)
-    docs = adapt.az_documents(cfg)
-    toks = {way: adapt.way_tokenizer(cfg, way, base_tok, docs) for way in cfg.adapt.ways}
-    results = [adapt.adapt_run(cfg, way, m, base, base_tok, toks[way]) for way in cfg.adapt.ways
-               for m in cfg.adapt.methods]
-    stopped = [f"{r['way']}-{r['method']} at step {r['steps']}" for r in results if r.get("interrupted")]
-    if stopped:
-        raise RuntimeError(f"adaptation run(s) {', '.join(stopped)} were interrupted by a signal (a complete "
-                           "checkpoint was written): run again to resume them, then the base is chosen")
+    study = adapt.run_study(cfg)
+    results, base, base_tok, toks = study.runs, study.base, study.base_tok, study.toks
+    if study.stopped():
+        raise RuntimeError(
+            f"adaptation run(s) {', '.join(study.stopped())} were interrupted by a signal (a complete "
+            "checkpoint was written): run again to resume them, then the base is chosen"
+        )
     best = best_adapt_run(results)
     folder = Paths(cfg).adapt / f"{best['way']}-{best['method']}-export"
     if not (folder / "config.json").is_file():
         folder = adapt.export_run(cfg, best, base, base_tok, toks[best["way"]])
-    return str(folder), {"base": str(folder), "how": "notebook 05's adapted base",
-                         "way": best["way"], "method": best["method"],
-                         "az_bpb": best["final"][best["az_set"]]["bpb"],
-                         "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
-                         "runs": {f"{r['way']}-{r['method']}": r["final"][r["az_set"]]["bpb"] for r in results}}
+    return str(folder), {
+        "base": str(folder),
+        "how": "notebook 05's adapted base",
+        "way": best["way"],
+        "method": best["method"],
+        "az_bpb": best["final"][best["az_set"]]["bpb"],
+        "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
+        "runs": {f"{r['way']}-{r['method']}": r["final"][r["az_set"]]["bpb"] for r in results},
+    }
 
 
 def load_base_tokenizer(base: str):
@@ -96,9 +119,11 @@ def load_base_tokenizer(base: str):
     try:
         return AutoTokenizer.from_pretrained(str(base), trust_remote_code=False)
     except Exception as e:  # offline, unknown id, gated: many types
-        raise ValueError(f"could not load the tokenizer of base {base!r}: {type(e).__name__}: "
-                         f"{str(e).splitlines()[0][:300]}. A hub id needs network access (and HF_TOKEN for a gated "
-                         "model); offline, set sft.base to a local folder.") from None
+        raise ValueError(
+            f"could not load the tokenizer of base {base!r}: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:300]}. A hub id needs network access (and HF_TOKEN for a gated "
+            "model); offline, set sft.base to a local folder."
+        ) from None
 
 
 def sft_tokenizer(cfg: Config, base: str):
@@ -107,11 +132,13 @@ def sft_tokenizer(cfg: Config, base: str):
     from ..sft.template import prepare_tokenizer
 
     tok = load_base_tokenizer(base)
-    return tok, prepare_tokenizer(tok, template=cfg.sft.template, assistant_only_loss=cfg.sft.assistant_only_loss,
-                                  name=str(base))
+    return tok, prepare_tokenizer(
+        tok, template=cfg.sft.template, assistant_only_loss=cfg.sft.assistant_only_loss, name=str(base)
+    )
 
 
 # ------------------------------------------------------------------------------------------------------ data
+
 
 def _eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
     """The evaluation texts decontaminated against, by name (``data.eval``, ``sft.decontaminate_extra`` and the
@@ -156,8 +183,14 @@ def sft_data(cfg: Config, tokenizer) -> dict:
     def read(sources: dict, into: dict) -> list[dict]:
         out = []
         for name, src in sources.items():
-            got, counts = read_conversations(resolve(cfg, src), source=name, fmt=src.format, fields=dict(src.fields),
-                                             placeholders=list(s.placeholders), on_bad=s.on_bad_record)
+            got, counts = read_conversations(
+                resolve(cfg, src),
+                source=name,
+                fmt=src.format,
+                fields=dict(src.fields),
+                placeholders=list(s.placeholders),
+                on_bad=s.on_bad_record,
+            )
             into[name] = {**counts, "origin": src.origin}
             out += got
         return out
@@ -175,20 +208,34 @@ def sft_data(cfg: Config, tokenizer) -> dict:
         train, x_counts = decontaminate(train, held_out=held, eval_texts=texts, n=s.decontaminate_ngram)
     else:
         x_counts = {"held_out": 0, "examples": {}}
-    train, l_counts = apply_length_limit(train, conversation_lengths(tokenizer, train), max_length=s.max_length,
-                                         policy=s.length_policy)
-    held, lh_counts = apply_length_limit(held, conversation_lengths(tokenizer, held), max_length=s.max_length,
-                                         policy=s.length_policy)
+    train, l_counts = apply_length_limit(
+        train, conversation_lengths(tokenizer, train), max_length=s.max_length, policy=s.length_policy
+    )
+    held, lh_counts = apply_length_limit(
+        held, conversation_lengths(tokenizer, held), max_length=s.max_length, policy=s.length_policy
+    )
     for name in per_source:
         per_source[name]["train"] = sum(c["source"] == name for c in train)
         per_source[name]["held_out"] = sum(c["source"] == name for c in held)
-    counts = {"sources": per_source, "read": sum(v["read"] for v in per_source.values()),
-              "bad": {k: v for src in per_source.values() for k, v in src["bad"].items()},
-              "placeholder_inputs": sum(v["placeholder_inputs"] for v in per_source.values()),
-              **c_counts, "after_clean": len(cleaned), "duplicates": d_counts, "after_dedupe": len(deduped),
-              "held_out_drawn": drawn, "eval_sources": len(tests), "held_out": len(held), "held_out_origin": s.sources[s.holdout_source].origin if s.holdout_size > 0 else "none",
-              "eval_source_counts": per_test,
-              "decontaminated": x_counts, "length": l_counts, "length_held_out": lh_counts, "train": len(train)}
+    counts = {
+        "sources": per_source,
+        "read": sum(v["read"] for v in per_source.values()),
+        "bad": {k: v for src in per_source.values() for k, v in src["bad"].items()},
+        "placeholder_inputs": sum(v["placeholder_inputs"] for v in per_source.values()),
+        **c_counts,
+        "after_clean": len(cleaned),
+        "duplicates": d_counts,
+        "after_dedupe": len(deduped),
+        "held_out_drawn": drawn,
+        "eval_sources": len(tests),
+        "held_out": len(held),
+        "held_out_origin": s.sources[s.holdout_source].origin if s.holdout_size > 0 else "none",
+        "eval_source_counts": per_test,
+        "decontaminated": x_counts,
+        "length": l_counts,
+        "length_held_out": lh_counts,
+        "train": len(train),
+    }
     key = json_hash({"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}, n=12)
     return {"train": train, "held_out": held, "counts": counts, "notes": notes, "key": key}
 
@@ -197,53 +244,103 @@ def data_rows(counts: dict) -> list[dict]:
     """The data table: what each step kept, and why the others went."""
     d = counts
     x = {k: v for k, v in d["decontaminated"].items() if k != "examples"}
-    rows = [{"step": "read", "conversations": d["read"],
-             "note": ", ".join(f"{n}: {v['read']} ({v['origin']})" for n, v in d["sources"].items())},
-            {"step": "cleaned", "conversations": d["after_clean"],
-             "note": f"{sum(d['bad'].values())} bad records dropped {d['bad'] or ''}; {d['dropped_empty']} left "
-                     f"empty; {d['empty_turns']} empty turns removed; {d['placeholder_inputs']} placeholder inputs "
-                     "treated as empty"},
-            {"step": "deduplicated", "conversations": d["after_dedupe"],
-             "note": f"{d['duplicates']['exact']} exact, {d['duplicates']['near']} near-duplicate prompts"},
-            {"step": "held out", "conversations": d["held_out_drawn"],
-             "note": f"fixed split of {d['held_out_origin']} text"
-                     + (f", + {d['eval_sources']} of sft.eval_sources (never trained on)" if d.get("eval_sources") else "")
-                     + f"; {d['held_out']} within max_length"},
-            {"step": "decontaminated", "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
-             "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped"},
-            {"step": "length limit", "conversations": d["train"],
-             "note": f"{d['length']['too_long']} over max_length: {d['length']['dropped_long']} dropped, "
-                     f"{d['length']['truncated']} truncated (held out: {d['length_held_out']['too_long']} over)"},
-            {"step": "train", "conversations": d["train"], "note": ""}]
+    rows = [
+        {
+            "step": "read",
+            "conversations": d["read"],
+            "note": ", ".join(f"{n}: {v['read']} ({v['origin']})" for n, v in d["sources"].items()),
+        },
+        {
+            "step": "cleaned",
+            "conversations": d["after_clean"],
+            "note": f"{sum(d['bad'].values())} bad records dropped {d['bad'] or ''}; {d['dropped_empty']} left "
+            f"empty; {d['empty_turns']} empty turns removed; {d['placeholder_inputs']} placeholder inputs "
+            "treated as empty",
+        },
+        {
+            "step": "deduplicated",
+            "conversations": d["after_dedupe"],
+            "note": f"{d['duplicates']['exact']} exact, {d['duplicates']['near']} near-duplicate prompts",
+        },
+        {
+            "step": "held out",
+            "conversations": d["held_out_drawn"],
+            "note": f"fixed split of {d['held_out_origin']} text"
+            + (f", + {d['eval_sources']} of sft.eval_sources (never trained on)" if d.get("eval_sources") else "")
+            + f"; {d['held_out']} within max_length",
+        },
+        {
+            "step": "decontaminated",
+            "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
+            "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped",
+        },
+        {
+            "step": "length limit",
+            "conversations": d["train"],
+            "note": f"{d['length']['too_long']} over max_length: {d['length']['dropped_long']} dropped, "
+            f"{d['length']['truncated']} truncated (held out: {d['length_held_out']['too_long']} over)",
+        },
+        {"step": "train", "conversations": d["train"], "note": ""},
+    ]
     return rows
 
 
 # ------------------------------------------------------------------------------------------------------ runs
 
+
 def _model_kw(cfg: Config) -> dict:
     m = cfg.model
-    return dict(dtype=m.dtype, liger=tuple(m.liger.kernels()), quant_bits=m.quant.bits, quant_type=m.quant.quant_type,
-                double_quant=m.quant.double_quant, compute_dtype=m.quant.compute_dtype,
-                gradient_checkpointing=cfg.sft.gradient_checkpointing)
+    return dict(
+        dtype=m.dtype,
+        liger=tuple(m.liger.kernels()),
+        quant_bits=m.quant.bits,
+        quant_type=m.quant.quant_type,
+        double_quant=m.quant.double_quant,
+        compute_dtype=m.quant.compute_dtype,
+        gradient_checkpointing=cfg.sft.gradient_checkpointing,
+    )
 
 
 def _lora_kw(cfg: Config) -> dict:
     lo = cfg.model.lora
-    return dict(r=lo.r, alpha=lo.alpha, dropout=lo.dropout, use_rslora=lo.use_rslora,
-                target_modules=lo.target_modules or "all-linear", new_rows=cfg.model.new_rows)
+    return dict(
+        r=lo.r,
+        alpha=lo.alpha,
+        dropout=lo.dropout,
+        use_rslora=lo.use_rslora,
+        target_modules=lo.target_modules or "all-linear",
+        new_rows=cfg.model.new_rows,
+    )
 
 
-def sft_run(cfg: Config, *, base: str, tokenizer, template: dict, data: dict, method: str | None = None,
-            packing: bool | None = None, max_steps: int | None = None, output_dir: str | os.PathLike | None = None,
-            resume: bool | None = None, progress: bool = True) -> dict:
+def sft_run(
+    cfg: Config,
+    *,
+    base: str,
+    tokenizer,
+    template: dict,
+    data: dict,
+    method: str | None = None,
+    packing: bool | None = None,
+    max_steps: int | None = None,
+    output_dir: str | os.PathLike | None = None,
+    resume: bool | None = None,
+    progress: bool = True,
+) -> dict:
     """One SFT run on ``data`` (:func:`sft_data`) from ``base`` (a finished identical run is returned as is)."""
     from ..sft.train import finished_sft, lora_config, prepare_model, run_sft, sft_key
     from ..utils import seed_everything
 
     method = method or cfg.sft.method
     spec = sft_spec(cfg, method=method, packing=packing, max_steps=max_steps, resume=resume)
-    desc = {"base": str(base), "method": method, **_model_kw(cfg), **(_lora_kw(cfg) if method != "full" else {}),
-            "template": template["template"], "chat_template": tokenizer.chat_template}
+    desc = {
+        "base": str(base),
+        "method": method,
+        **_model_kw(cfg),
+        **(_lora_kw(cfg) if method != "full" else {}),
+        "template": template["template"],
+        "chat_template": tokenizer.chat_template,
+    }
     key = sft_key(model=desc, spec=spec, data=data["key"])
     out = Path(output_dir) if output_dir else Paths(cfg).sft / f"{method}{'-packed' if spec.packing else ''}-{key}"
     done = finished_sft(out, key) if spec.resume else None
@@ -253,9 +350,19 @@ def sft_run(cfg: Config, *, base: str, tokenizer, template: dict, data: dict, me
     new_ids = template["added_tokens"]
     model, info = prepare_model(base, method=method, new_token_ids=new_ids, **_model_kw(cfg))
     peft = lora_config(model, new_token_ids=new_ids, **_lora_kw(cfg)) if method != "full" else None
-    return run_sft(model, tokenizer, spec, train_convs=data["train"], eval_convs=data["held_out"], output_dir=out,
-                   key=key, peft_config=peft, info={**info, "template": template["template"]},
-                   end_of_turn_id=template["end_of_turn_id"], progress=progress)
+    return run_sft(
+        model,
+        tokenizer,
+        spec,
+        train_convs=data["train"],
+        eval_convs=data["held_out"],
+        output_dir=out,
+        key=key,
+        peft_config=peft,
+        info={**info, "template": template["template"]},
+        end_of_turn_id=template["end_of_turn_id"],
+        progress=progress,
+    )
 
 
 def _trained(result: dict, base: str, template: dict):
@@ -278,8 +385,11 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
         got = json.loads(path.read_text())
         if got.get("key") == result["key"] and got.get("max_new_tokens") == cfg.sft.max_new_tokens:
             return got
-    got = {"key": result["key"], "max_new_tokens": cfg.sft.max_new_tokens,
-           **_scored_answers(cfg, _trained(result, base, template), tokenizer, template, data)}
+    got = {
+        "key": result["key"],
+        "max_new_tokens": cfg.sft.max_new_tokens,
+        **_scored_answers(cfg, _trained(result, base, template), tokenizer, template, data),
+    }
     atomic_write_json(path, got)
     return got
 
@@ -288,14 +398,22 @@ def _scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -
     """``{"rows", "chrf++", "stopped_share"}``: greedy answers to the held-out instructions, each with its chrF++."""
     from ..sft.generate import chrf_scores, generate_answers
 
-    rows = generate_answers(model, tokenizer, data["held_out"], max_new_tokens=cfg.sft.max_new_tokens,
-                            stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
-                            batch_size=cfg.sft.generate_batch_size)
+    rows = generate_answers(
+        model,
+        tokenizer,
+        data["held_out"],
+        max_new_tokens=cfg.sft.max_new_tokens,
+        stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
+        batch_size=cfg.sft.generate_batch_size,
+    )
     scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
     for r, s in zip(rows, scores["per_answer"]):
         r["chrf++"] = s
-    return {"rows": rows, "chrf++": scores["chrf++"],
-            "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None}
+    return {
+        "rows": rows,
+        "chrf++": scores["chrf++"],
+        "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None,
+    }
 
 
 def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dict) -> dict:
@@ -310,8 +428,15 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
     from ..sft.template import add_token_rows
     from ..utils import atomic_write_json, json_hash
 
-    key = json_hash({"base": str(base), "weights": _weights_id(base), "data": data["key"],
-                     "template": tokenizer.chat_template, "max_new_tokens": cfg.sft.max_new_tokens})
+    key = json_hash(
+        {
+            "base": str(base),
+            "weights": _weights_id(base),
+            "data": data["key"],
+            "template": tokenizer.chat_template,
+            "max_new_tokens": cfg.sft.max_new_tokens,
+        }
+    )
     path = Paths(cfg).sft / f"base-answers-{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
@@ -338,13 +463,22 @@ def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
     b = {"value": before["chrf++"], "items": [r["chrf++"] for r in before["rows"]]}
     a = {"value": after["chrf++"], "items": [r["chrf++"] for r in after["rows"]]}
     d = difference(b, a, z=cfg.evaluate.z)
-    return {"task": "chrF++ (held-out answers)", "language": "az", "metric": "chrf++", "before": b["value"],
-            "after": a["value"], "delta": d["delta"], "delta_se": d["se"], "verdict": d["verdict"],
-            "n": len(a["items"])}
+    return {
+        "task": "chrF++ (held-out answers)",
+        "language": "az",
+        "metric": "chrf++",
+        "before": b["value"],
+        "after": a["value"],
+        "delta": d["delta"],
+        "delta_se": d["se"],
+        "verdict": d["verdict"],
+        "n": len(a["items"]),
+    }
 
 
-def export_sft(cfg: Config, result: dict, *, base: str, tokenizer, template: dict,
-               out_dir: str | os.PathLike | None = None) -> Path:
+def export_sft(
+    cfg: Config, result: dict, *, base: str, tokenizer, template: dict, out_dir: str | os.PathLike | None = None
+) -> Path:
     """The run as one merged standalone folder (:func:`azllm.export.export_model`: safetensors, the tokenizer and
     its chat template) with a generation config that stops at the end-of-turn token."""
     from transformers import GenerationConfig
@@ -355,12 +489,16 @@ def export_sft(cfg: Config, result: dict, *, base: str, tokenizer, template: dic
     out = Path(out_dir) if out_dir else Path(result["output_dir"]) / "export"
     folder = export_model(model, result["final_dir"], out)
     eos = list(dict.fromkeys(i for i in (template["end_of_turn_id"], tokenizer.eos_token_id) if i is not None))
-    GenerationConfig(eos_token_id=eos, pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
-                     else eos[0], do_sample=False).save_pretrained(str(folder))
+    GenerationConfig(
+        eos_token_id=eos,
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0],
+        do_sample=False,
+    ).save_pretrained(str(folder))
     return folder
 
 
 # ------------------------------------------------------------------------------------------------- variants
+
 
 def sft_job(job: dict) -> dict:
     """Fresh-process entry (:func:`azllm.bench.process.run_fresh`) of one run: ``job`` holds ``params`` (a config as
@@ -369,8 +507,17 @@ def sft_job(job: dict) -> dict:
     cfg = Config.model_validate(job["params"])
     tok, template = sft_tokenizer(cfg, job["base"])
     data = sft_data(cfg, tok)
-    r = sft_run(cfg, base=job["base"], tokenizer=tok, template=template, data=data, method=job.get("method"),
-                packing=job.get("packing"), max_steps=job.get("max_steps"), progress=False)
+    r = sft_run(
+        cfg,
+        base=job["base"],
+        tokenizer=tok,
+        template=template,
+        data=data,
+        method=job.get("method"),
+        packing=job.get("packing"),
+        max_steps=job.get("max_steps"),
+        progress=False,
+    )
     a = answers(cfg, r, base=job["base"], tokenizer=tok, template=template, data=data)
     return {**{k: v for k, v in r.items() if k not in ("model", "trainer")}, "chrf++": a["chrf++"]}
 
@@ -383,13 +530,23 @@ def compare_variants(cfg: Config, base: str, *, show=None) -> list[dict]:
     for v in cfg.sft.compare:
         if show:
             show(f"sft variant {v.method}{' packed' if v.packing else ''}")
-        res = run_fresh("azllm.recipes.sft:sft_job", {"params": cfg.to_dict(), "base": str(base), "method": v.method,
-                                                      "packing": v.packing, "max_steps": cfg.sft.compare_steps})
+        res = run_fresh(
+            "azllm.recipes.sft:sft_job",
+            {
+                "params": cfg.to_dict(),
+                "base": str(base),
+                "method": v.method,
+                "packing": v.packing,
+                "max_steps": cfg.sft.compare_steps,
+            },
+        )
         out.append(ok_or_raise(res, f"sft variant {v.method} packing={v.packing}"))
     return out
 
 
-def sft_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 40, threads: int = 1, show_progress: bool = True) -> dict:
+def sft_benchmark(
+    cfg: Config, *, rounds: int = 3, steps: int = 40, threads: int = 1, show_progress: bool = True
+) -> dict:
     """:func:`azllm.bench.sft.compare_sft` on the run's base, template, training conversations, method and LoRA
     (``sft.method``, ``sft.packing``), written to ``Paths.sft / "bench.json"``."""
     from ..bench.sft import compare_sft
@@ -398,16 +555,25 @@ def sft_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 40, threads: int
     base, _ = base_folder(cfg)
     tok, template = sft_tokenizer(cfg, base)
     data = sft_data(cfg, tok)
-    spec = {k: v for k, v in sft_spec(cfg, max_steps=steps, resume=False).keyed().items()}
-    res = compare_sft(base=base, conversations=data["train"], method=cfg.sft.method,
-                      lora=_lora_kw(cfg) if cfg.sft.method != "full" else {}, spec=spec, template=cfg.sft.template,
-                      rounds=rounds, threads=threads, show_progress=show_progress)
+    spec = {**dataclasses.asdict(sft_spec(cfg, max_steps=steps, resume=False)), "report_to": []}
+    res = compare_sft(
+        base=base,
+        conversations=data["train"],
+        method=cfg.sft.method,
+        lora=_lora_kw(cfg) if cfg.sft.method != "full" else {},
+        spec=spec,
+        template=cfg.sft.template,
+        rounds=rounds,
+        threads=threads,
+        show_progress=show_progress,
+    )
     path = Paths(cfg).sft / "bench.json"
     atomic_write_json(path, res)
     return {**res, "path": str(path)}
 
 
 # ----------------------------------------------------------------------------------------------- command line
+
 
 def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
     """``azllm sft PARAMS``: the main run, its answers and its export. Inside a SageMaker job
@@ -424,17 +590,26 @@ def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
     base, note = base_folder(cfg)
     tok, template = sft_tokenizer(cfg, base)
     data = sft_data(cfg, tok)
-    show(f"sft: base {base} ({note['how']}); template {template['template']}; {len(data['train'])} training and "
-         f"{len(data['held_out'])} held-out conversations")
-    r = sft_run(cfg, base=base, tokenizer=tok, template=template, data=data,
-                output_dir=sm["checkpoints"] if sm else None)
+    show(
+        f"sft: base {base} ({note['how']}); template {template['template']}; {len(data['train'])} training and "
+        f"{len(data['held_out'])} held-out conversations"
+    )
+    r = sft_run(
+        cfg, base=base, tokenizer=tok, template=template, data=data, output_dir=sm["checkpoints"] if sm else None
+    )
     if r.get("interrupted"):
         return r
     a = answers(cfg, r, base=base, tokenizer=tok, template=template, data=data)
     show(f"sft: held-out loss {r['eval_loss']:.4f} (best step {r['best_step']}), chrF++ {a['chrf++']:.1f}")
     if cfg.sft.export and (sm is None or os.environ.get("RANK", "0") == "0"):
-        folder = export_sft(cfg, r, base=base, tokenizer=tok, template=template,
-                            out_dir=Path(sm["model_dir"]) / "export" if sm else None)
+        folder = export_sft(
+            cfg,
+            r,
+            base=base,
+            tokenizer=tok,
+            template=template,
+            out_dir=Path(sm["model_dir"]) / "export" if sm else None,
+        )
         if sm is not None:
             for f in folder.iterdir():
                 shutil.copy(f, Path(sm["model_dir"]) / f.name)

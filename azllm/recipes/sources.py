@@ -13,17 +13,21 @@
 
 The decision is plain data (``{"mode", "overrides", "notes"}``) that the report runner lays over the params and
 records in ``metrics.json`` (``run.data``).
+
+:func:`resolve` is the one place a recipe turns a source of the params into files or a hub dataset, against the
+run's data root.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..config import Config
+from .. import data as azdata
+from ..config import Config, SourceConfig
 from ..utils import REPO_ROOT
 from .paths import Paths
 
-__all__ = ["SAMPLE_ROOT", "GATED", "hub_reachable", "choose", "banner"]
+__all__ = ["SAMPLE_ROOT", "GATED", "hub_reachable", "choose", "banner", "resolve"]
 
 SAMPLE_ROOT = REPO_ROOT / "sample"
 """The shipped sample, a data root (see ``sample/README.md``)."""
@@ -64,8 +68,9 @@ def _without_gated_hub(cfg: Config) -> tuple[dict, list[str]]:
     for name, src in cfg.data.eval.items():
         if _gated(src.hub):
             evals[name] = {**src.model_dump(), **_sample_flores("az")}
-            notes.append(f"data.eval.{name}: {src.hub} is gated and HF_TOKEN is not set; using the sample's "
-                         "FLORES-200 dev")
+            notes.append(
+                f"data.eval.{name}: {src.hub} is gated and HF_TOKEN is not set; using the sample's FLORES-200 dev"
+            )
         else:
             evals[name] = src.model_dump()
     parallel = {}
@@ -80,8 +85,9 @@ def _without_gated_hub(cfg: Config) -> tuple[dict, list[str]]:
     over["data"] = {"eval": evals, "parallel": parallel}
     kept = {n: b.model_dump() for n, b in cfg.baselines.items() if not _gated(b.hub)}
     if len(kept) < len(cfg.baselines):
-        notes.append(f"baselines {sorted(set(cfg.baselines) - set(kept))} are gated on the hub and HF_TOKEN is not "
-                     "set: left out")
+        notes.append(
+            f"baselines {sorted(set(cfg.baselines) - set(kept))} are gated on the hub and HF_TOKEN is not set: left out"
+        )
         over["baselines"] = kept
         over["adapt"] = {"extend_bases": [b for b in cfg.adapt.extend_bases if b in kept]}
         if cfg.corpus.count_with and cfg.corpus.count_with not in kept:
@@ -106,11 +112,17 @@ def _sample(cfg: Config) -> tuple[dict, list[str]]:
     """Overrides for the shipped sample: its root, and only the baselines it holds."""
     kept = {n: b.model_dump() for n, b in cfg.baselines.items() if _in_sample(b)}
     count = cfg.corpus.count_with if cfg.corpus.count_with in kept else ("gpt2" if "gpt2" in kept else None)
-    notes = [f"no data root and no Hugging Face Hub: running on the shipped sample {SAMPLE_ROOT} (redistributable "
-             "text only; see sample/README.md). Its numbers show the pages working, not the study's results.",
-             f"baselines kept: {sorted(kept)} (the others are not in the sample)"]
-    return {"data": {"root": str(SAMPLE_ROOT)}, "baselines": kept, "corpus": {"count_with": count},
-            "adapt": {"extend_bases": [b for b in cfg.adapt.extend_bases if b in kept]}}, notes
+    notes = [
+        f"no data root and no Hugging Face Hub: running on the shipped sample {SAMPLE_ROOT} (redistributable "
+        "text only; see sample/README.md). Its numbers show the pages working, not the study's results.",
+        f"baselines kept: {sorted(kept)} (the others are not in the sample)",
+    ]
+    return {
+        "data": {"root": str(SAMPLE_ROOT)},
+        "baselines": kept,
+        "corpus": {"count_with": count},
+        "adapt": {"extend_bases": [b for b in cfg.adapt.extend_bases if b in kept]},
+    }, notes
 
 
 def choose(cfg: Config, *, environ=None, probe=hub_reachable) -> dict:
@@ -132,6 +144,13 @@ def banner(decision: dict) -> str | None:
     """The first line of every page of a sample run (None for the other modes)."""
     if decision.get("mode") != "sample":
         return None
-    return ("SAMPLE DATA: this report ran on the small sample shipped in the repository (no data root, no network), "
-            "not on the study's corpus; its numbers only show the pages working. Set AZLLM_DATA_ROOT or data.root "
-            "to your data.")
+    return (
+        "SAMPLE DATA: this report ran on the small sample shipped in the repository (no data root, no network), "
+        "not on the study's corpus; its numbers only show the pages working. Set AZLLM_DATA_ROOT or data.root "
+        "to your data."
+    )
+
+
+def resolve(cfg: Config, source: SourceConfig, **over) -> azdata.Resolved:
+    """A source of the params resolved against the data root (``over`` replaces fields, e.g. a cap)."""
+    return azdata.resolve_source({**source.model_dump(), **over}, Paths(cfg).data_root)

@@ -32,8 +32,14 @@ def local_task_args(cfg: Config, name: str) -> dict:
     resolved against the data root. A task whose ``fewshot_path`` is left out is zero-shot: it gets no pool (never
     the YAML's relative pool path, which would point nowhere)."""
     t, paths = cfg.evaluate.local[name], Paths(cfg)
-    return {"path": _path(paths, t.path), "fewshot_path": _path(paths, t.fewshot_path) or "",
-            "num_fewshot": t.num_fewshot, "subset": t.subset, "first": t.first, "max_gen_toks": t.max_gen_toks}
+    return {
+        "path": _path(paths, t.path),
+        "fewshot_path": _path(paths, t.fewshot_path) or "",
+        "num_fewshot": t.num_fewshot,
+        "subset": t.subset,
+        "first": t.first,
+        "max_gen_toks": t.max_gen_toks,
+    }
 
 
 def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool = True) -> list[dict]:
@@ -50,8 +56,10 @@ def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool =
             continue
         t = ev.local.get(name)
         if t is None:
-            raise KeyError(f"evaluate.tasks names {name!r}, a shipped task, but evaluate.local has no entry for it "
-                           f"(its data paths); add evaluate.local.{name}.path")
+            raise KeyError(
+                f"evaluate.tasks names {name!r}, a shipped task, but evaluate.local has no entry for it "
+                f"(its data paths); add evaluate.local.{name}.path"
+            )
         try:
             out += local_task(name, **local_task_args(cfg, name))
         except EvalDataError as e:

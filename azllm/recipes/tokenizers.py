@@ -29,11 +29,22 @@ from pathlib import Path
 from .. import data as azdata
 from ..config import Config
 from ..data import DataError
-from .corpus import clean_documents, corpus_source, resolve, run_corpus
+from .corpus import clean_documents, corpus_source, run_corpus
 from .paths import Paths
+from .sources import resolve
 
-__all__ = ["training_source", "tokenizer_options", "sweep_options", "train_tokenizers", "baselines",
-           "main_tokenizer", "selected_tokenizer", "recipe_corpora", "recipe_table", "lexicon_check"]
+__all__ = [
+    "training_source",
+    "tokenizer_options",
+    "sweep_options",
+    "train_tokenizers",
+    "baselines",
+    "main_tokenizer",
+    "selected_tokenizer",
+    "recipe_corpora",
+    "recipe_table",
+    "lexicon_check",
+]
 
 LEXICON_FILES = ("unimorph_aze.tsv", "mozillaz_hunspell_az.dic", "mozillaz_hunspell_az.aff")
 
@@ -56,8 +67,12 @@ def tokenizer_options(cfg: Config, **over) -> dict:
 def sweep_options(cfg: Config) -> list[dict]:
     """Every combination of ``tokenizer.sweep``, as :func:`azllm.tokenizer.train_tokenizer` options."""
     sweep = cfg.tokenizer.sweep
-    return [tokenizer_options(cfg, vocab_size=v, model_type=m, affix_presplit=a)
-            for m in sweep.model_types for a in sweep.affix_presplit for v in sweep.vocab_sizes]
+    return [
+        tokenizer_options(cfg, vocab_size=v, model_type=m, affix_presplit=a)
+        for m in sweep.model_types
+        for a in sweep.affix_presplit
+        for v in sweep.vocab_sizes
+    ]
 
 
 def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
@@ -77,10 +92,16 @@ def baselines(cfg: Config, names: list[str] | None = None) -> dict:
     if unknown:
         raise TokenizerError(f"no baseline named {unknown} in the params; baselines: {sorted(cfg.baselines)}")
     paths, out = Paths(cfg), {}
-    for name in (cfg.baselines if names is None else names):  # in the order asked for
+    for name in cfg.baselines if names is None else names:  # in the order asked for
         entry = cfg.baselines[name]
-        out[name] = load_baseline(name, local=paths.existing(entry.path) if entry.path else None, path=entry.path,
-                                  hub=entry.hub, tiktoken=entry.tiktoken, data_root=paths.data_root)
+        out[name] = load_baseline(
+            name,
+            local=paths.existing(entry.path) if entry.path else None,
+            path=entry.path,
+            hub=entry.hub,
+            tiktoken=entry.tiktoken,
+            data_root=paths.data_root,
+        )
     return out
 
 
@@ -121,9 +142,13 @@ def recipe_corpora(cfg: Config) -> list[tuple[str, list[str], dict]]:
     clean = clean_documents(cfg, run_corpus(cfg))
     mixed = list(azdata.iter_documents(corpus_source(cfg)))
     script = {**opts, "split_by_unicode_script": True}
-    return [("as found", list(azdata.iter_documents(raw)), script), ("cleaned", clean, script),
-            ("cleaned + mix", mixed, script), ("+ no script split", mixed, {**opts, "split_by_unicode_script": False}),
-            ("+ superwords", mixed, {**opts, "split_by_unicode_script": False, "split_by_whitespace": False})]
+    return [
+        ("as found", list(azdata.iter_documents(raw)), script),
+        ("cleaned", clean, script),
+        ("cleaned + mix", mixed, script),
+        ("+ no script split", mixed, {**opts, "split_by_unicode_script": False}),
+        ("+ superwords", mixed, {**opts, "split_by_unicode_script": False, "split_by_whitespace": False}),
+    ]
 
 
 def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
@@ -135,8 +160,11 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
     for i, (step, docs, opts) in enumerate(recipe_corpora(cfg)):
         t0 = time.perf_counter()
         folder = train_tokenizer(docs, Paths(cfg).recipe_step(i), **opts)
-        row = {"step": step, "corpus MB": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
-               "train s": time.perf_counter() - t0}
+        row = {
+            "step": step,
+            "corpus MB": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
+            "train s": time.perf_counter() - t0,
+        }
         tok = load_tokenizer(folder, name=f"recipe-{i}")
         for name, lines in evals.items():
             m = tokenizer_metrics(tok, lines, morph=False)

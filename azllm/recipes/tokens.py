@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 
 from ..config import Config
-from .corpus import corpus_source, resolve
+from .corpus import corpus_source
 from .paths import Paths
+from .sources import resolve
 from .tokenizers import main_tokenizer
 
 __all__ = ["token_files", "dev_token_files", "prepare_data", "encoder_benchmark"]
@@ -24,25 +25,41 @@ def token_files(cfg: Config, tokenizer, progress: bool = True) -> dict:
     from ..tokens import encode_source
 
     t = cfg.tokens
-    return encode_source(corpus_source(cfg), tokenizer, Paths(cfg).tokens, val_fraction=t.val_fraction,
-                         seed=t.split_seed, num_workers=t.num_workers, chunk_docs=t.chunk_docs, progress=progress)
+    return encode_source(
+        corpus_source(cfg),
+        tokenizer,
+        Paths(cfg).tokens,
+        val_fraction=t.val_fraction,
+        seed=t.split_seed,
+        num_workers=t.num_workers,
+        chunk_docs=t.chunk_docs,
+        progress=progress,
+    )
 
 
 def dev_token_files(cfg: Config, tokenizer) -> dict[str, Path]:
     """Each ``data.eval`` set, whole, in its own token file (:meth:`Paths.dev_tokens`)."""
     from ..tokens import encode_source
 
-    return {name: encode_source(resolve(cfg, spec), tokenizer, Paths(cfg).dev_tokens(name), val_fraction=0.0,
-                                seed=0, progress=False)["train"]
-            for name, spec in cfg.data.eval.items()}
+    return {
+        name: encode_source(
+            resolve(cfg, spec), tokenizer, Paths(cfg).dev_tokens(name), val_fraction=0.0, seed=0, progress=False
+        )["train"]
+        for name, spec in cfg.data.eval.items()
+    }
 
 
 def prepare_data(cfg: Config, *, progress: bool = True) -> dict:
     """The run's tokenizer and token files: ``{"tokenizer": Tok, "train", "val", "dev": {name: path}, "encode"}``."""
     tok = main_tokenizer(cfg)
     res = token_files(cfg, tok, progress=progress)
-    return {"tokenizer": tok, "train": res["train"], "val": res["val"], "dev": dev_token_files(cfg, tok),
-            "encode": {k: v for k, v in res.items() if isinstance(v, (int, float, str, bool))}}
+    return {
+        "tokenizer": tok,
+        "train": res["train"],
+        "val": res["val"],
+        "dev": dev_token_files(cfg, tok),
+        "encode": {k: v for k, v in res.items() if isinstance(v, (int, float, str, bool))},
+    }
 
 
 def encoder_benchmark(cfg: Config, tokenizer, out_json: str | os.PathLike | None = None) -> dict:
@@ -54,10 +71,20 @@ def encoder_benchmark(cfg: Config, tokenizer, out_json: str | os.PathLike | None
     b = cfg.tokens.benchmark
     spec = tokenizer.path or cfg.tokens.tokenizer
     if not spec:
-        raise TokenFileError(f"tokenizer {tokenizer.name!r} has no path that a benchmark process could load; set "
-                             "tokens.tokenizer to a folder, a file or a tiktoken name")
+        raise TokenFileError(
+            f"tokenizer {tokenizer.name!r} has no path that a benchmark process could load; set "
+            "tokens.tokenizer to a folder, a file or a tiktoken name"
+        )
     cap = b.max_bytes_per_file if b.max_bytes_per_file is not None else (50_000 if b.quick else None)
     resolved = resolve(cfg, cfg.data.train, **({"max_bytes_per_file": cap} if cap is not None else {}))
-    return benchmark(resolved, spec, Paths(cfg).encoder_bench, scale=b.scale, rounds=1 if b.quick else b.rounds,
-                     batch_size=b.batch_size, block_size=b.block_size, train_steps=3 if b.quick else 10,
-                     out_json=out_json)
+    return benchmark(
+        resolved,
+        spec,
+        Paths(cfg).encoder_bench,
+        scale=b.scale,
+        rounds=1 if b.quick else b.rounds,
+        batch_size=b.batch_size,
+        block_size=b.block_size,
+        train_steps=3 if b.quick else 10,
+        out_json=out_json,
+    )

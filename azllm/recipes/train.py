@@ -17,39 +17,49 @@ from ..assemble import ModelSpec
 from ..config import Config, deep_update
 from ..train import TrainSpec
 from .paths import Paths
+from .specs import build_spec
 
 __all__ = ["model_spec", "train_spec", "train_model", "train_job", "job_config", "distributed_guard"]
 
 
 def model_spec(cfg: Config, method: str | None = None, base: str | os.PathLike | None = None) -> ModelSpec:
     """The :class:`~azllm.assemble.ModelSpec` of the params (``method`` defaults to ``train.method``, ``base`` to
-    ``model.base``)."""
+    ``model.base``), by :func:`azllm.recipes.specs.build_spec` over ``model`` (``model.lora`` and ``model.quant``
+    prefixed) and ``train``."""
     m = cfg.model
     base = base or m.base
-    return ModelSpec(method=method or cfg.train.method, preset=m.preset, config=dict(m.config),
-                     base=str(base) if base else None, base_tokenizer=m.base_tokenizer, init=m.swap_init,
-                     dtype=m.dtype, seed=cfg.seed, liger=tuple(m.liger.kernels()), quant_bits=m.quant.bits,
-                     quant_type=m.quant.quant_type, double_quant=m.quant.double_quant,
-                     compute_dtype=m.quant.compute_dtype, lora_r=m.lora.r, lora_alpha=m.lora.alpha,
-                     lora_dropout=m.lora.dropout, use_rslora=m.lora.use_rslora,
-                     target_modules=tuple(m.lora.target_modules) if m.lora.target_modules else "all-linear",
-                     new_rows=m.new_rows, gradient_checkpointing=cfg.train.gradient_checkpointing)
+    return build_spec(
+        ModelSpec,
+        m,
+        cfg.train,
+        prefixed={"lora_": m.lora, "quant_": m.quant},
+        method=method or cfg.train.method,
+        base=str(base) if base else None,
+        liger=tuple(m.liger.kernels()),
+        seed=cfg.seed,
+    )
 
 
-def train_spec(cfg: Config, *, method: str | None = None, max_steps: int | None = None, lr: float | None = None,
-               resume: bool | None = None) -> TrainSpec:
-    """The :class:`~azllm.train.TrainSpec` of ``train`` (``max_steps`` / ``lr`` / ``resume`` override it)."""
+def train_spec(
+    cfg: Config,
+    *,
+    method: str | None = None,
+    max_steps: int | None = None,
+    lr: float | None = None,
+    resume: bool | None = None,
+) -> TrainSpec:
+    """The :class:`~azllm.train.TrainSpec` of ``train`` (``max_steps`` / ``lr`` / ``resume`` override it), by
+    :func:`azllm.recipes.specs.build_spec`. The two-stage ``rows_only_steps`` applies to adapters only."""
     t = cfg.train
     method = method or t.method
-    return TrainSpec(
-        max_steps=int(max_steps or t.max_steps), lr=float(lr if lr is not None else t.lr), block_size=t.block_size,
-        batch_size=t.batch_size, grad_accum=t.grad_accum, min_lr_ratio=t.min_lr_ratio, warmup_steps=t.warmup_steps,
-        weight_decay=t.weight_decay, betas=tuple(t.betas), grad_clip=t.grad_clip, optimizer=t.optimizer,
-        precision=t.precision, gradient_checkpointing=t.gradient_checkpointing, eval_steps=t.eval_steps,
-        eval_max_tokens=t.eval_max_tokens, eval_batch_size=t.eval_batch_size, logging_steps=t.logging_steps,
-        save_steps=t.save_steps, save_total_limit=t.save_total_limit, untimed_steps=t.untimed_steps, seed=cfg.seed,
-        eval_on_start=t.eval_on_start, rows_only_steps=t.rows_only_steps if method != "full" else 0, fsdp=t.fsdp,
-        fsdp_config=dict(t.fsdp_config), resume=t.resume if resume is None else resume, report_to=tuple(t.report_to))
+    over = {"max_steps": int(max_steps)} if max_steps else {}
+    if lr is not None:
+        over["lr"] = float(lr)
+    if resume is not None:
+        over["resume"] = resume
+    if method == "full":
+        over["rows_only_steps"] = 0
+    return build_spec(TrainSpec, t, seed=cfg.seed, **over)
 
 
 def distributed_guard(cfg: Config, env: dict | None = None) -> None:
@@ -57,17 +67,30 @@ def distributed_guard(cfg: Config, env: dict | None = None) -> None:
     anything is built: Liger's fused linear cross-entropy under DeepSpeed ZeRO-3 reads an lm_head weight that
     ZeRO-3 has sharded away (linkedin/Liger-Kernel issues, huggingface/trl#3368)."""
     env = os.environ if env is None else env
-    zero3 = env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" and env.get(
-        "ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    zero3 = (
+        env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" and env.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    )
     if zero3 and cfg.model.liger.fused_linear_cross_entropy:
-        raise ValueError("model.liger.fused_linear_cross_entropy under DeepSpeed ZeRO-3: the kernel reads the "
-                         "sharded lm_head weight directly and would compute a wrong loss. Use ZeRO-2 or FSDP "
-                         "(accelerate/deepspeed_zero2.yaml, accelerate/fsdp.yaml), or switch the kernel off.")
+        raise ValueError(
+            "model.liger.fused_linear_cross_entropy under DeepSpeed ZeRO-3: the kernel reads the "
+            "sharded lm_head weight directly and would compute a wrong loss. Use ZeRO-2 or FSDP "
+            "(accelerate/deepspeed_zero2.yaml, accelerate/fsdp.yaml), or switch the kernel off."
+        )
 
 
-def train_model(cfg: Config, data: dict, *, method: str | None = None, base: str | os.PathLike | None = None,
-                max_steps: int | None = None, lr: float | None = None, output_dir: str | os.PathLike | None = None,
-                resume: bool | None = None, callbacks=(), progress: bool = True) -> dict:
+def train_model(
+    cfg: Config,
+    data: dict,
+    *,
+    method: str | None = None,
+    base: str | os.PathLike | None = None,
+    max_steps: int | None = None,
+    lr: float | None = None,
+    output_dir: str | os.PathLike | None = None,
+    resume: bool | None = None,
+    callbacks=(),
+    progress: bool = True,
+) -> dict:
     """Train one model on :func:`azllm.recipes.tokens.prepare_data`'s files; a finished identical run is returned
     as is. Output folder: :meth:`Paths.run` ``(method, key)``. Returns :func:`azllm.train.run_training`'s
     results."""
@@ -81,16 +104,31 @@ def train_model(cfg: Config, data: dict, *, method: str | None = None, base: str
     mspec = model_spec(cfg, method, base)
     tspec = train_spec(cfg, method=mspec.method, max_steps=max_steps, lr=lr, resume=resume)
     dev = {k: v for k, v in data["dev"].items() if cfg.train.dev_sets is None or k in cfg.train.dev_sets}
-    key = run_key(model=mspec.to_dict(), train=tspec, tokenizer=tok.fingerprint,
-                  data={k: read_header(data[k]).get("key") for k in ("train", "val")}, eval_sets=sorted(dev))
+    key = run_key(
+        model=mspec.to_dict(),
+        train=tspec,
+        tokenizer=tok.fingerprint,
+        data={k: read_header(data[k]).get("key") for k in ("train", "val")},
+        eval_sets=sorted(dev),
+    )
     out = Path(output_dir) if output_dir else Paths(cfg).run(mspec.method, key)
     done = finished_result(out, key) if tspec.resume else None
     if done is not None:
         return done
     seed_everything(cfg.seed)
     model, info = assemble_model(mspec, tok)
-    return run_training(model, tspec, tokenizer=tok, train_file=data["train"], eval_files={"val": data["val"], **dev},
-                        output_dir=out, key=key, info=info, callbacks=callbacks, progress=progress)
+    return run_training(
+        model,
+        tspec,
+        tokenizer=tok,
+        train_file=data["train"],
+        eval_files={"val": data["val"], **dev},
+        output_dir=out,
+        key=key,
+        info=info,
+        callbacks=callbacks,
+        progress=progress,
+    )
 
 
 def train_job(job: dict) -> dict:
@@ -100,9 +138,16 @@ def train_job(job: dict) -> dict:
     from .tokens import prepare_data
 
     cfg = Config.model_validate(job["params"])
-    r = train_model(cfg, prepare_data(cfg, progress=False), method=job.get("method"), base=job.get("base"),
-                    max_steps=job.get("max_steps"), lr=job.get("lr"), output_dir=job.get("output_dir"),
-                    progress=False)
+    r = train_model(
+        cfg,
+        prepare_data(cfg, progress=False),
+        method=job.get("method"),
+        base=job.get("base"),
+        max_steps=job.get("max_steps"),
+        lr=job.get("lr"),
+        output_dir=job.get("output_dir"),
+        progress=False,
+    )
     return {k: v for k, v in r.items() if k not in ("model", "trainer")}
 
 

@@ -62,17 +62,20 @@ def dedupe_prompts(convs: list[dict], *, threshold: float = 0.8, block: int = 20
         return first, {"exact": exact, "near": 0}
     from sklearn.feature_extraction.text import CountVectorizer
 
-    X = CountVectorizer(analyzer="char", ngram_range=(5, 5), binary=True, lowercase=False,
-                        dtype=np.int32).fit_transform([prompt_text(c) for c in first]).tocsr()
+    X = (
+        CountVectorizer(analyzer="char", ngram_range=(5, 5), binary=True, lowercase=False, dtype=np.int32)
+        .fit_transform([prompt_text(c) for c in first])
+        .tocsr()
+    )
     sizes = np.asarray(X.sum(axis=1)).ravel()
     kept = np.ones(len(first), dtype=bool)
     XT = X.T.tocsc()
     for lo in range(0, len(first), block):
-        inter = (X[lo:lo + block] @ XT).tocsr()
+        inter = (X[lo : lo + block] @ XT).tocsr()
         for r in range(inter.shape[0]):
             i = lo + r
-            js = inter.indices[inter.indptr[r]:inter.indptr[r + 1]]
-            vs = inter.data[inter.indptr[r]:inter.indptr[r + 1]]
+            js = inter.indices[inter.indptr[r] : inter.indptr[r + 1]]
+            vs = inter.data[inter.indptr[r] : inter.indptr[r + 1]]
             earlier = js < i
             js, vs = js[earlier], vs[earlier]
             if len(js):
@@ -87,11 +90,14 @@ def holdout_split(convs: list[dict], *, source: str, size: int, seed: int = 0) -
     """``(train, held_out)``: ``size`` conversations of ``source`` chosen by a keyed hash of their prompt."""
     pool = [c for c in convs if c["source"] == source]
     if size > 0 and not pool:
-        raise SftDataError(f"the held-out source {source!r} has no conversation (sources: "
-                           f"{sorted({c['source'] for c in convs})}); set sft.holdout_source")
+        raise SftDataError(
+            f"the held-out source {source!r} has no conversation (sources: "
+            f"{sorted({c['source'] for c in convs})}); set sft.holdout_source"
+        )
     if size >= len(pool) > 0:
-        raise SftDataError(f"sft.holdout_size {size} leaves no training conversation of {source!r} "
-                           f"({len(pool)} in all)")
+        raise SftDataError(
+            f"sft.holdout_size {size} leaves no training conversation of {source!r} ({len(pool)} in all)"
+        )
 
     def h(c):
         return hashlib.sha256(f"{seed}\x00{prompt_text(c)}".encode()).hexdigest()
@@ -109,11 +115,16 @@ def apply_length_limit(convs: list[dict], lengths: list[int], *, max_length: int
     long = [i for i, n in enumerate(lengths) if n > max_length]
     if long and policy == "error":
         c = convs[long[0]]
-        raise SftDataError(f"{c['where']}: {lengths[long[0]]} tokens with the chat template > sft.max_length "
-                           f"{max_length} ({len(long)} conversation(s) in all). Raise sft.max_length, or set "
-                           "sft.length_policy: drop or truncate.")
+        raise SftDataError(
+            f"{c['where']}: {lengths[long[0]]} tokens with the chat template > sft.max_length "
+            f"{max_length} ({len(long)} conversation(s) in all). Raise sft.max_length, or set "
+            "sft.length_policy: drop or truncate."
+        )
     if policy == "drop":
         gone = set(long)
-        return [c for i, c in enumerate(convs) if i not in gone], {"too_long": len(long), "dropped_long": len(long),
-                                                                   "truncated": 0}
+        return [c for i, c in enumerate(convs) if i not in gone], {
+            "too_long": len(long),
+            "dropped_long": len(long),
+            "truncated": 0,
+        }
     return list(convs), {"too_long": len(long), "dropped_long": 0, "truncated": len(long)}

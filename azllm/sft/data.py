@@ -22,14 +22,23 @@ ends on a user turn, a system turn that is not first); the recipe stops on it or
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ..data import DataError, Resolved, read_lines
 from ..text import normalize
 
-__all__ = ["SftDataError", "ROLES", "FORMATS", "iter_records", "detect_format", "to_conversation",
-           "check_conversation", "is_placeholder", "read_conversations"]
+__all__ = [
+    "SftDataError",
+    "ROLES",
+    "FORMATS",
+    "iter_records",
+    "detect_format",
+    "to_conversation",
+    "check_conversation",
+    "is_placeholder",
+    "read_conversations",
+]
 
 ROLES = ("system", "user", "assistant")
 FORMATS = ("messages", "prompt_completion", "instruction")
@@ -44,7 +53,7 @@ def iter_records(r: Resolved) -> Iterator[tuple[str, dict]]:
     """``(where, record)`` for every record of a resolved source: ``where`` is ``file:line`` (jsonl),
     ``file#row`` (parquet) or ``hub-id[split]#row``. ``max_lines`` caps the records."""
     n = 0
-    for where, rec in (_iter_files(r.files) if r.kind == "files" else _iter_hub(r)):
+    for where, rec in _iter_files(r.files) if r.kind == "files" else _iter_hub(r):
         if not isinstance(rec, dict):
             raise SftDataError(f"{where}: a record must be a JSON object, got {type(rec).__name__}")
         yield where, rec
@@ -74,8 +83,9 @@ def _iter_files(files: list[Path]) -> Iterator[tuple[str, dict]]:
             for i, rec in enumerate(table.to_pylist()):
                 yield f"{path}#{i}", rec
         else:
-            raise SftDataError(f"{path}: unsupported file type {path.suffix!r} for instruction data (use .jsonl or "
-                               ".parquet)")
+            raise SftDataError(
+                f"{path}: unsupported file type {path.suffix!r} for instruction data (use .jsonl or .parquet)"
+            )
 
 
 def _iter_hub(r: Resolved) -> Iterator[tuple[str, dict]]:
@@ -89,7 +99,8 @@ def _iter_hub(r: Resolved) -> Iterator[tuple[str, dict]]:
         raise SftDataError(
             f"hub dataset {r.hub!r} (config={r.config}, split={r.split}) could not be opened: {type(e).__name__}: "
             f"{e}. Without network access, point the source's path at local jsonl/parquet files (or at a folder "
-            "saved with datasets), or set HF_TOKEN for a gated set.") from None
+            "saved with datasets), or set HF_TOKEN for a gated set."
+        ) from None
     if first is None:
         return
     yield f"{r.hub}[{r.split}]#0", first
@@ -125,7 +136,8 @@ def detect_format(record: dict, fields: dict[str, str] | None = None) -> str:
         f"record fields {sorted(record)} match no instruction format: expected {f['messages']!r} (messages), "
         f"{f['prompt']!r} + {f['completion']!r} (prompt/completion) or {f['instruction']!r} + one of "
         f"{[f['output'], f['response']]} (instruction); name the data's fields in the source's `fields` map, e.g. "
-        "{instruction: question, output: answer}")
+        "{instruction: question, output: answer}"
+    )
 
 
 def _names(fields: dict[str, str] | None) -> dict[str, str]:
@@ -133,8 +145,9 @@ def _names(fields: dict[str, str] | None) -> dict[str, str]:
     fields = dict(fields or {})
     unknown = sorted(set(fields) - set(canon))
     if unknown:
-        raise SftDataError(f"unknown canonical field name(s) {unknown} in `fields`; the canonical names are "
-                           f"{list(canon)}")
+        raise SftDataError(
+            f"unknown canonical field name(s) {unknown} in `fields`; the canonical names are {list(canon)}"
+        )
     return {c: fields.get(c, c) for c in canon}
 
 
@@ -144,8 +157,10 @@ def _output_name(record: dict, f: dict[str, str]) -> str | None:
 
 def _field(record: dict, name: str, where: str):
     if name not in record:
-        raise SftDataError(f"{where}: no field {name!r} (fields found: {sorted(record)}). Name the data's field in "
-                           "the source's `fields` map.")
+        raise SftDataError(
+            f"{where}: no field {name!r} (fields found: {sorted(record)}). Name the data's field in "
+            "the source's `fields` map."
+        )
     return record[name]
 
 
@@ -161,14 +176,20 @@ def _turns(value, where: str, what: str) -> list[dict]:
             raise SftDataError(f"{where}: turn {i} of {what} needs 'role' and 'content' (found: {found})")
         content = t["content"]
         if not isinstance(content, str):
-            raise SftDataError(f"{where}: turn {i} of {what}: content must be a string, got "
-                               f"{type(content).__name__}")
+            raise SftDataError(f"{where}: turn {i} of {what}: content must be a string, got {type(content).__name__}")
         out.append({"role": str(t["role"]), "content": content})
     return out
 
 
-def to_conversation(record: dict, *, where: str, source: str = "", fmt: str = "auto",
-                    fields: dict[str, str] | None = None, placeholders: list[str] | tuple[str, ...] = ()) -> dict:
+def to_conversation(
+    record: dict,
+    *,
+    where: str,
+    source: str = "",
+    fmt: str = "auto",
+    fields: dict[str, str] | None = None,
+    placeholders: list[str] | tuple[str, ...] = (),
+) -> dict:
     """One record as a conversation (module docstring). Content is not normalized here (:mod:`azllm.sft.clean`
     does it)."""
     f = _names(fields)
@@ -184,16 +205,24 @@ def to_conversation(record: dict, *, where: str, source: str = "", fmt: str = "a
         messages = _turns(_field(record, f["messages"], where), where, f"field {f['messages']!r}")
     elif fmt == "prompt_completion":
         prompt, completion = _field(record, f["prompt"], where), _field(record, f["completion"], where)
-        messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str) else
-                    _turns(prompt, where, f"field {f['prompt']!r}"))
-        messages += ([{"role": "assistant", "content": completion}] if isinstance(completion, str) else
-                     _turns(completion, where, f"field {f['completion']!r}"))
+        messages = (
+            [{"role": "user", "content": prompt}]
+            if isinstance(prompt, str)
+            else _turns(prompt, where, f"field {f['prompt']!r}")
+        )
+        messages += (
+            [{"role": "assistant", "content": completion}]
+            if isinstance(completion, str)
+            else _turns(completion, where, f"field {f['completion']!r}")
+        )
     else:
         instruction = _field(record, f["instruction"], where)
         out_name = _output_name(record, f)
         if out_name is None:
-            raise SftDataError(f"{where}: no field {f['output']!r} or {f['response']!r} (fields found: "
-                               f"{sorted(record)}). Name the data's answer field in the source's `fields` map.")
+            raise SftDataError(
+                f"{where}: no field {f['output']!r} or {f['response']!r} (fields found: "
+                f"{sorted(record)}). Name the data's answer field in the source's `fields` map."
+            )
         if "input" in (fields or {}):  # named explicitly: it must be there
             _field(record, f["input"], where)
         inp = record.get(f["input"])
@@ -209,8 +238,13 @@ def to_conversation(record: dict, *, where: str, source: str = "", fmt: str = "a
         messages = [{"role": "system", "content": system}, *messages]
     rid = record.get(f["id"])
     rid = rid if rid is not None else where.rsplit("/", 1)[-1]  # no id field: the file name and line
-    return {"id": f"{source}:{rid}", "where": where, "source": source,
-            "messages": messages, "placeholder_input": placeholder}
+    return {
+        "id": f"{source}:{rid}",
+        "where": where,
+        "source": source,
+        "messages": messages,
+        "placeholder_input": placeholder,
+    }
 
 
 def check_conversation(messages: list[dict]) -> str | None:
@@ -236,8 +270,15 @@ def check_conversation(messages: list[dict]) -> str | None:
 _FIX = {"error": "Fix the record, or set sft.on_bad_record: drop to drop and count such records."}
 
 
-def read_conversations(r: Resolved, *, source: str, fmt: str = "auto", fields: dict[str, str] | None = None,
-                       placeholders: list[str] | tuple[str, ...] = (), on_bad: str = "error") -> tuple[list, dict]:
+def read_conversations(
+    r: Resolved,
+    *,
+    source: str,
+    fmt: str = "auto",
+    fields: dict[str, str] | None = None,
+    placeholders: list[str] | tuple[str, ...] = (),
+    on_bad: str = "error",
+) -> tuple[list, dict]:
     """Every record of a source as a conversation: ``(conversations, counts)``. ``counts``: ``read``,
     ``placeholder_inputs``, and ``bad: {reason: n}`` for records dropped with ``on_bad="drop"``; with
     ``on_bad="error"`` a bad record raises :class:`SftDataError` naming it."""
@@ -250,8 +291,9 @@ def read_conversations(r: Resolved, *, source: str, fmt: str = "auto", fields: d
                 first_fmt = detect_format(rec, fields)
             except SftDataError as e:
                 raise SftDataError(f"{where}: {e}") from None
-        conv = to_conversation(rec, where=where, source=source, fmt=first_fmt or fmt, fields=fields,
-                               placeholders=placeholders)
+        conv = to_conversation(
+            rec, where=where, source=source, fmt=first_fmt or fmt, fields=fields, placeholders=placeholders
+        )
         why = check_conversation(conv["messages"])
         if why is not None:
             if on_bad == "error":

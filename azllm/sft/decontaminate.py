@@ -20,8 +20,9 @@ def conversation_text(conv: dict) -> str:
     return "\n".join(m["content"] for m in conv["messages"])
 
 
-def decontaminate(train: list[dict], *, held_out: list[dict], eval_texts: dict[str, list[str]], n: int = 8,
-                  min_words: int = 6) -> tuple[list[dict], dict]:
+def decontaminate(
+    train: list[dict], *, held_out: list[dict], eval_texts: dict[str, list[str]], n: int = 8, min_words: int = 6
+) -> tuple[list[dict], dict]:
     """``(kept, counts)``: ``counts`` maps ``held_out`` and each name of ``eval_texts`` to the conversations it
     caught; ``examples`` holds the first caught conversation id per set."""
     sets = {"held_out": [t for c in held_out for t in (m["content"] for m in c["messages"])], **eval_texts}

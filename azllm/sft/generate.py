@@ -16,8 +16,15 @@ __all__ = ["generate_answers", "chrf_scores"]
 
 
 @torch.no_grad()
-def generate_answers(model, tokenizer, convs: list[dict], *, max_new_tokens: int = 96,
-                     stop_ids: list[int] | None = None, batch_size: int = 8) -> list[dict]:
+def generate_answers(
+    model,
+    tokenizer,
+    convs: list[dict],
+    *,
+    max_new_tokens: int = 96,
+    stop_ids: list[int] | None = None,
+    batch_size: int = 8,
+) -> list[dict]:
     """``[{"id", "prompt", "reference", "answer", "tokens", "stopped"}]``, greedy, in the order of ``convs``;
     ``stopped``: the answer ended on a stop token (``stop_ids``: the end-of-turn and EOS ids) rather than at
     ``max_new_tokens``. Prompts go ``batch_size`` at a time, left-padded (the attention mask and the position ids
@@ -32,26 +39,37 @@ def generate_answers(model, tokenizer, convs: list[dict], *, max_new_tokens: int
     order = sorted(range(len(convs)), key=lambda i: len(prompts[i]))
     rows: dict[int, dict] = {}
     for start in range(0, len(order), max(1, int(batch_size))):
-        chunk = order[start:start + max(1, int(batch_size))]
+        chunk = order[start : start + max(1, int(batch_size))]
         width = max(len(prompts[i]) for i in chunk)
         ids = torch.full((len(chunk), width), pad, dtype=torch.long, device=device)
         mask = torch.zeros_like(ids)
         for row, i in enumerate(chunk):
-            ids[row, width - len(prompts[i]):] = torch.tensor(prompts[i], device=device)
-            mask[row, width - len(prompts[i]):] = 1
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
-                             eos_token_id=stop, pad_token_id=pad)
+            ids[row, width - len(prompts[i]) :] = torch.tensor(prompts[i], device=device)
+            mask[row, width - len(prompts[i]) :] = 1
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            eos_token_id=stop,
+            pad_token_id=pad,
+        )
         for row, i in enumerate(chunk):
             new = out[row, width:].tolist()
             end = next((k for k, t in enumerate(new) if t in stop), None)  # a finished row is padded after it
             stopped = end is not None
-            new = new[:end + 1] if stopped else new
+            new = new[: end + 1] if stopped else new
             text = tokenizer.decode(new[:-1] if stopped else new, skip_special_tokens=True).strip()
             c = convs[i]
             last = max(k for k, m in enumerate(c["messages"]) if m["role"] == "assistant")
-            rows[i] = {"id": c["id"], "prompt": c["messages"][last - 1]["content"],
-                       "reference": c["messages"][last]["content"], "answer": text, "tokens": len(new),
-                       "stopped": stopped}
+            rows[i] = {
+                "id": c["id"],
+                "prompt": c["messages"][last - 1]["content"],
+                "reference": c["messages"][last]["content"],
+                "answer": text,
+                "tokens": len(new),
+                "stopped": stopped,
+            }
     model.train(was)
     return [rows[i] for i in range(len(convs))]
 

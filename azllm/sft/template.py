@@ -16,7 +16,8 @@ between special tokens, so it tokenizes the same in training and after a generat
 generation markers: a template without them is swapped for TRL's training version of the same template when TRL
 has one (:func:`trl.chat_template_utils.get_training_chat_template`: same text, markers added), or a ChatML
 template written turn by turn, such as SmolLM2-Instruct's (:func:`chatml_with_markers`: markers added, kept only if
-it renders the same text), else :func:`check_generation_markers` stops with what to do. :data:`CHATML_TEMPLATE` is ChatML (``<|im_start|>role\\n``
+it renders the same text), else :func:`check_generation_markers` stops with what to do. :data:`CHATML_TEMPLATE` is
+ChatML (``<|im_start|>role\\n``
 ... ``<|im_end|>\\n``, the format of SmolLM2-Instruct and Qwen) with markers, for ``template="chatml"``.
 
 The template that trained is the one saved: :func:`prepare_tokenizer` sets ``tokenizer.chat_template``, and
@@ -31,10 +32,21 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["AZLLM_TEMPLATE", "CHATML_TEMPLATE", "ROLE_TOKENS", "END_OF_TURN", "SftTemplateError",
-           "has_generation_markers", "prepare_tokenizer", "check_generation_markers", "chatml_with_markers",
-           "end_of_turn_token",
-           "add_token_rows", "conversation_lengths", "render_prompt"]
+__all__ = [
+    "AZLLM_TEMPLATE",
+    "CHATML_TEMPLATE",
+    "ROLE_TOKENS",
+    "END_OF_TURN",
+    "SftTemplateError",
+    "has_generation_markers",
+    "prepare_tokenizer",
+    "check_generation_markers",
+    "chatml_with_markers",
+    "end_of_turn_token",
+    "add_token_rows",
+    "conversation_lengths",
+    "render_prompt",
+]
 
 END_OF_TURN = "<|end|>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", END_OF_TURN)
@@ -50,7 +62,8 @@ AZLLM_TEMPLATE = (
     "{{ '<|assistant|>' }}{% generation %}{{ message['content'] + '<|end|>' }}{% endgeneration %}"
     "{%- else -%}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{%- endif -%}\n"
     "{%- endfor -%}\n"
-    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}\n")
+    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}\n"
+)
 """azllm's chat template (module docstring)."""
 
 CHATML_TEMPLATE = (
@@ -60,17 +73,26 @@ CHATML_TEMPLATE = (
     "{{ '\\n' }}"
     "{%- else -%}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{%- endif -%}\n"
     "{%- endfor -%}\n"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}\n")
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}\n"
+)
 """ChatML with generation markers (``<|im_end|>`` inside them)."""
 
 _CHATML_TURN = "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
 """A ChatML turn as SmolLM2-Instruct's template writes it (real newlines inside the Jinja strings)."""
-_CHATML_MARKED = ("{% if message['role'] == 'assistant' %}{{'<|im_start|>assistant\n'}}{% generation %}"
-                  "{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{'\n'}}{% else %}" + _CHATML_TURN +
-                  "{% endif %}")
-_PROBE = [[{"role": "user", "content": "Sual"}, {"role": "assistant", "content": "Cavab"}],
-          [{"role": "system", "content": "S"}, {"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
-           {"role": "user", "content": "C"}, {"role": "assistant", "content": "D"}]]
+_CHATML_MARKED = (
+    "{% if message['role'] == 'assistant' %}{{'<|im_start|>assistant\n'}}{% generation %}"
+    "{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{'\n'}}{% else %}" + _CHATML_TURN + "{% endif %}"
+)
+_PROBE = [
+    [{"role": "user", "content": "Sual"}, {"role": "assistant", "content": "Cavab"}],
+    [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "A"},
+        {"role": "assistant", "content": "B"},
+        {"role": "user", "content": "C"},
+        {"role": "assistant", "content": "D"},
+    ],
+]
 
 _NAMED = {"azllm": (AZLLM_TEMPLATE, ROLE_TOKENS), "chatml": (CHATML_TEMPLATE, ("<|im_start|>", "<|im_end|>"))}
 
@@ -84,8 +106,9 @@ def has_generation_markers(template: str | None) -> bool:
     return bool(template) and "generation" in template and "endgeneration" in template
 
 
-def prepare_tokenizer(tokenizer, *, template: str = "auto", assistant_only_loss: bool = True,
-                      name: str = "the base") -> dict:
+def prepare_tokenizer(
+    tokenizer, *, template: str = "auto", assistant_only_loss: bool = True, name: str = "the base"
+) -> dict:
     """Give ``tokenizer`` the chat template of training (in place) and return what was done:
     ``{"template": "base" | "base (with generation markers)" | "azllm" | "chatml" | path, "added_tokens": [ids],
     "end_of_turn": token, "end_of_turn_id": id}``. ``template``: ``auto`` (the base's own if it has one, else
@@ -110,8 +133,12 @@ def prepare_tokenizer(tokenizer, *, template: str = "auto", assistant_only_loss:
         tokenizer.chat_template = check_generation_markers(tokenizer, name=name)
         used = f"{used} (with generation markers)"
     eot = end_of_turn_token(tokenizer)
-    return {"template": used, "added_tokens": list(range(before, len(tokenizer))), "end_of_turn": eot,
-            "end_of_turn_id": tokenizer.convert_tokens_to_ids(eot)}
+    return {
+        "template": used,
+        "added_tokens": list(range(before, len(tokenizer))),
+        "end_of_turn": eot,
+        "end_of_turn_id": tokenizer.convert_tokens_to_ids(eot),
+    }
 
 
 def check_generation_markers(tokenizer, *, name: str = "the base") -> str:
@@ -133,7 +160,8 @@ def check_generation_markers(tokenizer, *, name: str = "the base") -> str:
     raise SftTemplateError(
         f"assistant_only_loss needs a chat template with {{% generation %}} markers, and the template of {name} has "
         f"none ({reason}). Set sft.template: azllm (azllm's template, new role tokens) or chatml (ChatML with "
-        "markers), give a Jinja file with markers, or set sft.assistant_only_loss: false (loss on every token).")
+        "markers), give a Jinja file with markers, or set sft.assistant_only_loss: false (loss on every token)."
+    )
 
 
 def chatml_with_markers(tokenizer) -> str | None:
@@ -147,8 +175,9 @@ def chatml_with_markers(tokenizer) -> str | None:
     for msgs in _PROBE:
         for gen in (False, True):
             conv = msgs[:-1] if gen else msgs
-            if tokenizer.apply_chat_template(conv, chat_template=marked, tokenize=False, add_generation_prompt=gen) \
-                    != tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen):
+            if tokenizer.apply_chat_template(
+                conv, chat_template=marked, tokenize=False, add_generation_prompt=gen
+            ) != tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen):
                 return None
     return marked
 
@@ -157,17 +186,21 @@ def end_of_turn_token(tokenizer) -> str:
     """The token that ends an assistant turn in the template (the first special token after an answer), else the
     tokenizer's EOS."""
     answer = "Salam dünya"
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "Sual"},
-                                          {"role": "assistant", "content": answer}], tokenize=False)
-    tail = text[text.rindex(answer) + len(answer):]
-    specials = sorted(set(tokenizer.all_special_tokens) | {t for t, i in tokenizer.get_added_vocab().items()},
-                      key=len, reverse=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Sual"}, {"role": "assistant", "content": answer}], tokenize=False
+    )
+    tail = text[text.rindex(answer) + len(answer) :]
+    specials = sorted(
+        set(tokenizer.all_special_tokens) | {t for t, i in tokenizer.get_added_vocab().items()}, key=len, reverse=True
+    )
     for tok in specials:
         if tok and tail.startswith(tok):
             return tok
     if tokenizer.eos_token is None:
-        raise SftTemplateError("the chat template ends an assistant turn with no special token and the tokenizer "
-                               "has no EOS: the model could never learn to stop. Use sft.template: azllm.")
+        raise SftTemplateError(
+            "the chat template ends an assistant turn with no special token and the tokenizer "
+            "has no EOS: the model could never learn to stop. Use sft.template: azllm."
+        )
     return tokenizer.eos_token
 
 
@@ -183,8 +216,9 @@ def add_token_rows(model, new_ids: list[int]) -> list[int]:
     if want <= n_old:
         return list(new_ids)
     model.resize_token_embeddings(want, mean_resizing=False)
-    for emb in {id(e): e for e in (model.get_input_embeddings(), model.get_output_embeddings()) if e is not None
-                }.values():
+    for emb in {
+        id(e): e for e in (model.get_input_embeddings(), model.get_output_embeddings()) if e is not None
+    }.values():
         w = emb.weight
         w[n_old:] = w[:n_old].float().mean(0, keepdim=True).to(w.dtype)
     return list(new_ids)
@@ -201,6 +235,9 @@ def _ids(out) -> list[int]:
 
 def render_prompt(tokenizer, messages: list[dict]) -> list[int]:
     """Token ids of a prompt (every turn before the last assistant turn) with the generation prompt."""
-    last = max(i for i, m in enumerate(messages) if m["role"] == "assistant") if any(
-        m["role"] == "assistant" for m in messages) else len(messages)
+    last = (
+        max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        if any(m["role"] == "assistant" for m in messages)
+        else len(messages)
+    )
     return _ids(tokenizer.apply_chat_template(messages[:last], tokenize=True, add_generation_prompt=True))

@@ -52,55 +52,42 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
+from ..loop import LoopSpec, training_arguments
 from ..utils import atomic_write_json, json_hash, replace_dir
 
-__all__ = ["SftSpec", "sft_key", "prepare_model", "lora_config", "build_trainer", "run_sft", "finished_sft",
-           "load_sft_model", "loss_token_share", "labelled_positions_only", "OPTIM_NAMES"]
-
-OPTIM_NAMES = {"adamw": "adamw_torch", "adamw_8bit": "adamw_bnb_8bit", "paged_adamw_8bit": "paged_adamw_8bit"}
-"""azllm's optimizer names -> the Trainer's ``optim``."""
+__all__ = [
+    "SftSpec",
+    "sft_key",
+    "prepare_model",
+    "lora_config",
+    "build_trainer",
+    "run_sft",
+    "finished_sft",
+    "load_sft_model",
+    "loss_token_share",
+    "labelled_positions_only",
+]
 
 
 @dataclass(frozen=True)
-class SftSpec:
-    """The SFT loop's arguments in plain values (built from ``sft`` in one place, :func:`azllm.recipes.sft.sft_spec`).
-    Fields whose metadata says ``keyed: False`` do not change what a run computes, so :func:`sft_key` leaves them
-    out."""
+class SftSpec(LoopSpec):
+    """The SFT loop's arguments: :class:`azllm.loop.LoopSpec` and its own fields, named as in
+    :class:`azllm.config.SftConfig` and built from it by :func:`azllm.recipes.sft.sft_spec`. No defaults: a default
+    lives in the config alone."""
 
-    max_steps: int = 200
-    batch_size: int = 4
-    grad_accum: int = 1
-    lr: float = 2e-3
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 10
-    weight_decay: float = 0.0
-    optimizer: str = "adamw"
-    precision: str = "auto"
-    gradient_checkpointing: bool = False
-    max_length: int = 512
-    packing: bool = False
-    packing_strategy: str = "bfd"
-    assistant_only_loss: bool = True
-    completion_only_loss: bool | None = None
-    eval_steps: int = 50
-    eval_batch_size: int = 8
-    keep_best: bool = True
-    early_stopping_patience: int | None = None
-    save_total_limit: int = 2
-    logging_steps: int = 10
-    untimed_steps: int = 3
-    seed: int = 1234
-    resume: bool = field(default=True, metadata={"keyed": False})
-    report_to: tuple = field(default=(), metadata={"keyed": False})
-
-    def keyed(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("keyed", True)}
+    max_length: int
+    packing: bool
+    packing_strategy: str
+    assistant_only_loss: bool
+    completion_only_loss: bool | None
+    keep_best: bool
+    early_stopping_patience: int | None
 
 
 def sft_key(*, model: dict, spec: SftSpec, data: str, **extra) -> str:
@@ -109,9 +96,19 @@ def sft_key(*, model: dict, spec: SftSpec, data: str, **extra) -> str:
     return json_hash({"model": model, "spec": spec.keyed(), "data": data, **extra}, n=12)
 
 
-def prepare_model(base: str | os.PathLike, *, method: str, new_token_ids: list[int] | None = None,
-                  dtype: str = "fp32", liger: tuple = (), quant_bits: int = 4, quant_type: str = "nf4",
-                  double_quant: bool = True, compute_dtype: str = "bf16", gradient_checkpointing: bool = False):
+def prepare_model(
+    base: str | os.PathLike,
+    *,
+    method: str,
+    new_token_ids: list[int] | None = None,
+    dtype: str = "fp32",
+    liger: tuple = (),
+    quant_bits: int = 4,
+    quant_type: str = "nf4",
+    double_quant: bool = True,
+    compute_dtype: str = "bf16",
+    gradient_checkpointing: bool = False,
+):
     """The model of an SFT run, before TRL wraps it: the base (safetensors, no remote code), the rows of
     ``new_token_ids`` added (:func:`azllm.sft.template.add_token_rows`), QLoRA's 4/8-bit quantization with the repack
     guard and ``prepare_model_for_kbit_training``, and Liger's layer kernels (never its fused linear
@@ -127,23 +124,46 @@ def prepare_model(base: str | os.PathLike, *, method: str, new_token_ids: list[i
     model = load_base(base, torch_dtype(dtype))
     add_token_rows(model, list(new_token_ids or []))
     if method == "qlora":
-        model = quantize_model(model, bits=quant_bits, double_quant=double_quant, quant_type=quant_type,
-                               compute_dtype=torch_dtype(compute_dtype))
+        model = quantize_model(
+            model,
+            bits=quant_bits,
+            double_quant=double_quant,
+            quant_type=quant_type,
+            compute_dtype=torch_dtype(compute_dtype),
+        )
         from peft import prepare_model_for_kbit_training
 
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
-                                                gradient_checkpointing_kwargs={"use_reentrant": False})
+        model = prepare_model_for_kbit_training(
+            model,
+            use_gradient_checkpointing=gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False},
+        )
     kernels = [k for k in liger if k != "fused_linear_cross_entropy"]
     liger_info = apply_liger(model, kernels) if kernels else {"requested": [], "applied": [], "available": None}
     if "fused_linear_cross_entropy" in liger:
-        liger_info["not_used"] = ("fused_linear_cross_entropy: TRL's SFTTrainer computes the loss with its own fused "
-                                  "LM head")
-    return model, {"method": method, "source": str(base), "liger": liger_info,
-                   "parameters": count_parameters(model), "new_token_ids": list(new_token_ids or [])}
+        liger_info["not_used"] = (
+            "fused_linear_cross_entropy: TRL's SFTTrainer computes the loss with its own fused LM head"
+        )
+    return model, {
+        "method": method,
+        "source": str(base),
+        "liger": liger_info,
+        "parameters": count_parameters(model),
+        "new_token_ids": list(new_token_ids or []),
+    }
 
 
-def lora_config(model, *, r: int, alpha: int, dropout: float, use_rslora: bool = False,
-                target_modules="all-linear", new_token_ids: list[int] | None = None, new_rows: str = "auto"):
+def lora_config(
+    model,
+    *,
+    r: int,
+    alpha: int,
+    dropout: float,
+    use_rslora: bool = False,
+    target_modules="all-linear",
+    new_token_ids: list[int] | None = None,
+    new_rows: str = "auto",
+):
     """The ``peft.LoraConfig`` TRL wraps the model with: adapters on ``target_modules`` and the rows of
     ``new_token_ids`` trainable (:func:`azllm.lora.resolve_new_rows`, :func:`azllm.lora.new_rows_config`)."""
     from peft import LoraConfig
@@ -154,37 +174,57 @@ def lora_config(model, *, r: int, alpha: int, dropout: float, use_rslora: bool =
     how = resolve_new_rows(new_rows, n_new=len(ids), vocab_size=model.config.vocab_size)
     rows = new_rows_config(model, ids, how)
     targets = target_modules if isinstance(target_modules, str) else list(target_modules)
-    return LoraConfig(r=int(r), lora_alpha=int(alpha), lora_dropout=float(dropout), use_rslora=bool(use_rslora),
-                      target_modules=targets, bias="none", task_type="CAUSAL_LM", **rows)
+    return LoraConfig(
+        r=int(r),
+        lora_alpha=int(alpha),
+        lora_dropout=float(dropout),
+        use_rslora=bool(use_rslora),
+        target_modules=targets,
+        bias="none",
+        task_type="CAUSAL_LM",
+        **rows,
+    )
 
 
 def _sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int, n_params: int | None = None):
+    """TRL's ``SFTConfig`` (a ``TrainingArguments``) from :func:`azllm.loop.training_arguments`, with SFT's own: a
+    checkpoint at each evaluation and the best one kept, TRL's length, packing and loss-mask settings, and the
+    held-out split evaluated unpacked."""
     from trl import SFTConfig
 
-    from ..train import precision_flags
-
-    cuda = torch.cuda.is_available()
     s = spec
-    return SFTConfig(
-        output_dir=str(out), max_steps=s.max_steps, per_device_train_batch_size=s.batch_size,
-        per_device_eval_batch_size=s.eval_batch_size, gradient_accumulation_steps=s.grad_accum,
-        learning_rate=s.lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(s.min_lr_ratio)}, warmup_steps=s.warmup_steps,
-        weight_decay=s.weight_decay, optim=OPTIM_NAMES[s.optimizer], logging_steps=s.logging_steps,
-        eval_strategy="steps", eval_steps=s.eval_steps, save_strategy="steps", save_steps=s.eval_steps,
-        save_total_limit=s.save_total_limit, load_best_model_at_end=s.keep_best, metric_for_best_model="eval_loss",
-        greater_is_better=False, eval_on_start=eval_on_start, gradient_checkpointing=s.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False}, report_to=list(s.report_to), seed=s.seed,
-        data_seed=s.seed, max_length=s.max_length, packing=s.packing, packing_strategy=s.packing_strategy,
-        eval_packing=False, assistant_only_loss=s.assistant_only_loss, completion_only_loss=s.completion_only_loss,
-        dataloader_num_workers=0, disable_tqdm=True, use_cpu=not cuda, logging_nan_inf_filter=False,
-        ddp_backend="gloo" if world > 1 and not cuda else None, ddp_find_unused_parameters=False,
-        prediction_loss_only=True, dataloader_pin_memory=cuda, **precision_flags(s.precision, n_params))
+    return training_arguments(
+        SFTConfig,
+        out,
+        s,
+        world=world,
+        n_params=n_params,
+        eval_on_start=eval_on_start,
+        load_best_model_at_end=s.keep_best,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
+        max_length=s.max_length,
+        packing=s.packing,
+        packing_strategy=s.packing_strategy,
+        eval_packing=False,
+        assistant_only_loss=s.assistant_only_loss,
+        completion_only_loss=s.completion_only_loss,
+    )
 
 
-def build_trainer(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_convs: list[dict],
-                  output_dir: str | os.PathLike, peft_config=None, eval_on_start: bool = True, callbacks=(),
-                  progress: bool = True):
+def build_trainer(
+    model,
+    tokenizer,
+    spec: SftSpec,
+    *,
+    train_convs: list[dict],
+    eval_convs: list[dict],
+    output_dir: str | os.PathLike,
+    peft_config=None,
+    eval_on_start: bool = True,
+    callbacks=(),
+    progress: bool = True,
+):
     """The ``SFTTrainer`` of a run with azllm's callbacks; returns ``(trainer, parts)`` where ``parts`` holds the
     ``safety``, ``throughput`` and ``stop`` callbacks. The datasets are TRL-prepared on construction
     (``trainer.train_dataset`` holds ``input_ids`` and ``labels``)."""
@@ -196,16 +236,21 @@ def build_trainer(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], e
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    args = _sft_config(out, spec, eval_on_start=eval_on_start, world=world,
-                       n_params=sum(p.numel() for p in model.parameters()))
+    args = _sft_config(
+        out, spec, eval_on_start=eval_on_start, world=world, n_params=sum(p.numel() for p in model.parameters())
+    )
     stop = StopOnSignalCallback()
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.max_length * world, spec.untimed_steps)
     extra = [EarlyStoppingCallback(spec.early_stopping_patience)] if spec.early_stopping_patience else []
     trainer = SFTTrainer(
-        model=model, args=args, processing_class=tokenizer, peft_config=peft_config,
+        model=model,
+        args=args,
+        processing_class=tokenizer,
+        peft_config=peft_config,
         train_dataset=Dataset.from_list([{"messages": c["messages"]} for c in train_convs]),
         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in eval_convs]) if eval_convs else None,
-        callbacks=[stop, throughput, *extra, *callbacks])
+        callbacks=[stop, throughput, *extra, *callbacks],
+    )
     _expose_head_bias(trainer.model)
     safety = SafetyCallback(trainer.model, {}, out, spec.grad_accum)
     trainer.add_callback(safety)
@@ -225,7 +270,7 @@ def _expose_head_bias(model) -> bool:
     if head is None or type(head).__name__ != "TrainableTokensWrapper" or "bias" in vars(head):
         return False
     try:
-        head.bias
+        _ = head.bias
         return False
     except AttributeError:
         object.__setattr__(head, "bias", getattr(head.original_module, "bias", None))
@@ -244,8 +289,11 @@ def labelled_positions_only():
     if before is None:
         import warnings
 
-        warnings.warn("trl.trainer.utils._use_triton not found (another TRL version): TRL's fused LM head scores "
-                      "every position on a CPU", stacklevel=2)
+        warnings.warn(
+            "trl.trainer.utils._use_triton not found (another TRL version): TRL's fused LM head scores "
+            "every position on a CPU",
+            stacklevel=2,
+        )
         yield False
         return
     tu._use_triton = lambda device: device.type == "cpu" or before(device)
@@ -276,9 +324,21 @@ def finished_sft(output_dir: str | os.PathLike, key: str) -> dict | None:
     return finished_result(output_dir, key)
 
 
-def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_convs: list[dict],
-            output_dir: str | os.PathLike, key: str, peft_config=None, info: dict | None = None,
-            end_of_turn_id: int | None = None, callbacks=(), progress: bool = True) -> dict:
+def run_sft(
+    model,
+    tokenizer,
+    spec: SftSpec,
+    *,
+    train_convs: list[dict],
+    eval_convs: list[dict],
+    output_dir: str | os.PathLike,
+    key: str,
+    peft_config=None,
+    info: dict | None = None,
+    end_of_turn_id: int | None = None,
+    callbacks=(),
+    progress: bool = True,
+) -> dict:
     """One SFT run (module docstring): train, resuming from the newest complete checkpoint, keep the best
     checkpoint, evaluate the held-out split, save the final model with its tokenizer and chat template in
     ``output_dir/final`` and ``results.json``.
@@ -289,8 +349,17 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
     from ..train import keep_freed_memory
 
     out = Path(output_dir)
-    trainer, parts = build_trainer(model, tokenizer, spec, train_convs=train_convs, eval_convs=eval_convs,
-                                   output_dir=out, peft_config=peft_config, callbacks=callbacks, progress=progress)
+    trainer, parts = build_trainer(
+        model,
+        tokenizer,
+        spec,
+        train_convs=train_convs,
+        eval_convs=eval_convs,
+        output_dir=out,
+        peft_config=peft_config,
+        callbacks=callbacks,
+        progress=progress,
+    )
     if end_of_turn_id is not None:  # generation stops at the end of an assistant turn (and at EOS)
         base = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
         eos = [i for i in (end_of_turn_id, tokenizer.eos_token_id) if i is not None]
@@ -308,9 +377,16 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
     seconds = time.perf_counter() - t0
     stop = parts["stop"]
     if stop.stopped:
-        return {"key": key, "interrupted": stop.stopped, "steps": trainer.state.global_step, "seconds": seconds,
-                "output_dir": str(out), "checkpoint": str(latest_checkpoint(out)), "model": trainer.model,
-                "trainer": trainer}
+        return {
+            "key": key,
+            "interrupted": stop.stopped,
+            "steps": trainer.state.global_step,
+            "seconds": seconds,
+            "output_dir": str(out),
+            "checkpoint": str(latest_checkpoint(out)),
+            "model": trainer.model,
+            "trainer": trainer,
+        }
     from ..model import count_parameters
 
     info = {**(info or {}), "parameters": count_parameters(trainer.model)}
@@ -327,11 +403,24 @@ def run_sft(model, tokenizer, spec: SftSpec, *, train_convs: list[dict], eval_co
     thr["train_tokens"] = tokens
     final_dir = _save_final(trainer, tokenizer, out, {"key": key, "method": (info or {}).get("method")})
     best = trainer.state.best_model_checkpoint
-    result = {"key": key, "output_dir": str(out), "final_dir": str(final_dir), "steps": steps, "seconds": seconds,
-              "resumed_from": str(ck) if ck else None, "curves": _curves(trainer.state.log_history),
-              "eval_loss": metrics.get("eval_loss"), "best_step": int(Path(best).name.split("-")[-1]) if best else None,
-              "best_eval_loss": trainer.state.best_metric, "throughput": thr, "mask": mask, "spec": asdict(spec),
-              "packing": spec.packing, "cached": False, **(info or {})}
+    result = {
+        "key": key,
+        "output_dir": str(out),
+        "final_dir": str(final_dir),
+        "steps": steps,
+        "seconds": seconds,
+        "resumed_from": str(ck) if ck else None,
+        "curves": _curves(trainer.state.log_history),
+        "eval_loss": metrics.get("eval_loss"),
+        "best_step": int(Path(best).name.split("-")[-1]) if best else None,
+        "best_eval_loss": trainer.state.best_metric,
+        "throughput": thr,
+        "mask": mask,
+        "spec": asdict(spec),
+        "packing": spec.packing,
+        "cached": False,
+        **(info or {}),
+    }
     result["spec"]["report_to"] = list(spec.report_to)
     if trainer.is_world_process_zero():
         atomic_write_json(out / "results.json", result)
@@ -354,8 +443,13 @@ def _save_final(trainer, tokenizer, out: Path, meta: dict) -> Path:
     return final_dir
 
 
-def load_sft_model(final_dir: str | os.PathLike, *, base: str | os.PathLike | None = None, new_token_ids=None,
-                   dtype: torch.dtype = torch.float32):
+def load_sft_model(
+    final_dir: str | os.PathLike,
+    *,
+    base: str | os.PathLike | None = None,
+    new_token_ids=None,
+    dtype: torch.dtype = torch.float32,
+):
     """A model saved by :func:`run_sft` for generation or export: full weights, or ``base`` (with the rows of
     ``new_token_ids`` added) + the adapter."""
     from transformers import AutoModelForCausalLM

@@ -60,8 +60,19 @@ from .encode import corpus_stats, encode_corpus, encode_source
 from .format import FORMAT_VERSION, HEADER_SIZE, TokenFileError, read_header, split_of, token_dtype
 from .read import TokenFile
 
-__all__ = ["FORMAT_VERSION", "HEADER_SIZE", "TokenFileError", "token_dtype", "split_of", "encode_corpus",
-           "encode_source", "read_header", "TokenFile", "TokenWindowDataset", "corpus_stats"]
+__all__ = [
+    "FORMAT_VERSION",
+    "HEADER_SIZE",
+    "TokenFileError",
+    "token_dtype",
+    "split_of",
+    "encode_corpus",
+    "encode_source",
+    "read_header",
+    "TokenFile",
+    "TokenWindowDataset",
+    "corpus_stats",
+]
 
 
 def __getattr__(name: str):

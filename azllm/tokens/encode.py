@@ -9,18 +9,30 @@ import os
 import re
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..utils import atomic_write_json, json_hash
 from ..utils import progress as progress_bar
-from .format import (FORMAT_VERSION, HEADER_SIZE, META_NAME, SPLITS, TokenFileError, _digests, _header_bytes,
-                     _val_flags, read_header, token_dtype)
+from .format import (
+    FORMAT_VERSION,
+    HEADER_SIZE,
+    META_NAME,
+    SPLITS,
+    TokenFileError,
+    _digests,
+    _header_bytes,
+    _val_flags,
+    read_header,
+    token_dtype,
+)
 
 # --------------------------------------------------------------------------------------------------- encoders
+
 
 def _sp_processor(tok):
     """The SentencePiece processor behind a tokenizer folder, or None."""
@@ -52,13 +64,13 @@ def _encode_chunk(encode, texts: list[str], flags: list[bool], eos: int, dtype: 
         sel = [d for d, v in zip(ids, flags) if v is want_val]
         n = sum(map(len, sel)) + len(sel)
         try:
-            arr = np.fromiter(itertools.chain.from_iterable(x for d in sel for x in (d, (eos,))), dtype=dtype,
-                              count=n)
+            arr = np.fromiter(itertools.chain.from_iterable(x for d in sel for x in (d, (eos,))), dtype=dtype, count=n)
         except OverflowError as e:  # an id outside [0, max of dtype]
             raise TokenFileError(f"tokenizer produced an id outside its vocabulary ({e})") from None
         if n and arr.max() >= vocab_size:
-            raise TokenFileError(f"tokenizer produced id {int(arr.max())} outside its vocabulary "
-                                 f"(vocab_size={vocab_size})")
+            raise TokenFileError(
+                f"tokenizer produced id {int(arr.max())} outside its vocabulary (vocab_size={vocab_size})"
+            )
         out.append(arr)
     return out[0], out[1], sum(flags)
 
@@ -119,12 +131,22 @@ def _existing(out_dir: Path) -> dict | None:
 
 
 def _result(out_dir: Path, meta: dict, skipped: bool, seconds: float, tokens_per_s: float) -> dict:
-    return {"train": out_dir / "train.bin", "val": out_dir / "val.bin",
-            "train_tokens": meta["splits"]["train"]["n_tokens"], "val_tokens": meta["splits"]["val"]["n_tokens"],
-            "train_docs": meta["splits"]["train"]["n_docs"], "val_docs": meta["splits"]["val"]["n_docs"],
-            "skipped": skipped, "seconds": seconds, "tokens_per_s": tokens_per_s, "key": meta["key"],
-            "docs_sha256": meta["docs_sha256"], "dtype": meta["dtype"], "backend": meta.get("backend"),
-            "meta": out_dir / META_NAME}
+    return {
+        "train": out_dir / "train.bin",
+        "val": out_dir / "val.bin",
+        "train_tokens": meta["splits"]["train"]["n_tokens"],
+        "val_tokens": meta["splits"]["val"]["n_tokens"],
+        "train_docs": meta["splits"]["train"]["n_docs"],
+        "val_docs": meta["splits"]["val"]["n_docs"],
+        "skipped": skipped,
+        "seconds": seconds,
+        "tokens_per_s": tokens_per_s,
+        "key": meta["key"],
+        "docs_sha256": meta["docs_sha256"],
+        "dtype": meta["dtype"],
+        "backend": meta.get("backend"),
+        "meta": out_dir / META_NAME,
+    }
 
 
 def encode_corpus(
@@ -166,25 +188,48 @@ def encode_corpus(
     _clean_stale_tmp(out_dir)
     t0 = time.perf_counter()
     dtype = token_dtype(tokenizer.vocab_size)
-    options = {"format_version": FORMAT_VERSION, "tokenizer": tokenizer.fingerprint,
-               "val_fraction": float(val_fraction), "seed": int(seed), "dtype": dtype.name}
+    options = {
+        "format_version": FORMAT_VERSION,
+        "tokenizer": tokenizer.fingerprint,
+        "val_fraction": float(val_fraction),
+        "seed": int(seed),
+        "dtype": dtype.name,
+    }
     inputs_key = json_hash({"options": options, "inputs": inputs}, n=None) if inputs is not None else None
     chunking = (int(chunk_docs), int(chunk_chars))
     old = None if force else _existing(out_dir)
     if old is not None and _unchanged(out_dir, old, docs, options, inputs_key, chunking):
         return _result(out_dir, old, True, time.perf_counter() - t0, 0.0)
     num_workers = max(1, int(num_workers or os.cpu_count() or 1))
-    written = _write_splits(docs() if callable(docs) else docs, tokenizer, out_dir, dtype=dtype,
-                            val_fraction=float(val_fraction), seed=int(seed), num_workers=num_workers,
-                            chunking=chunking, progress=progress)
+    written = _write_splits(
+        docs() if callable(docs) else docs,
+        tokenizer,
+        out_dir,
+        dtype=dtype,
+        val_fraction=float(val_fraction),
+        seed=int(seed),
+        num_workers=num_workers,
+        chunking=chunking,
+        progress=progress,
+    )
     key = json_hash({"options": options, "docs": written["docs_sha256"]}, n=None)
     headers = {s: _split_header(s, written, key, tokenizer, dtype, val_fraction, seed) for s in SPLITS}
     seconds = time.perf_counter() - t0
     n_tok = sum(h["n_tokens"] for h in headers.values())
-    meta = {"key": key, "inputs_key": inputs_key, "options": options, "docs_sha256": written["docs_sha256"],
-            "dtype": dtype.name, "backend": written["backend"], "num_workers": num_workers, "splits": headers,
-            "inputs": inputs, "seconds": seconds, "tokens_per_s": n_tok / max(seconds, 1e-9),
-            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    meta = {
+        "key": key,
+        "inputs_key": inputs_key,
+        "options": options,
+        "docs_sha256": written["docs_sha256"],
+        "dtype": dtype.name,
+        "backend": written["backend"],
+        "num_workers": num_workers,
+        "splits": headers,
+        "inputs": inputs,
+        "seconds": seconds,
+        "tokens_per_s": n_tok / max(seconds, 1e-9),
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     _finalize(out_dir, written["tmps"], headers, meta, keep_old=old is not None and old.get("key") == key)
     return _result(out_dir, meta, False, seconds, n_tok / max(seconds, 1e-9))
 
@@ -209,8 +254,18 @@ def _unchanged(out_dir: Path, old: dict, docs, options: dict, inputs_key: str | 
     return True
 
 
-def _write_splits(stream: Iterable[str], tokenizer, out_dir: Path, *, dtype: np.dtype, val_fraction: float,
-                  seed: int, num_workers: int, chunking: tuple[int, int], progress: bool) -> dict:
+def _write_splits(
+    stream: Iterable[str],
+    tokenizer,
+    out_dir: Path,
+    *,
+    dtype: np.dtype,
+    val_fraction: float,
+    seed: int,
+    num_workers: int,
+    chunking: tuple[int, int],
+    progress: bool,
+) -> dict:
     """Encode ``stream`` into the temporary files of both splits (header placeholders, then the ids).
 
     Returns ``{"tmps", "counts", "docs_sha256", "backend"}``; on any error the temporary files are removed.
@@ -228,8 +283,9 @@ def _write_splits(stream: Iterable[str], tokenizer, out_dir: Path, *, dtype: np.
         encode, backend = _chunk_encoder(tokenizer, first[:32])
         if progress:
             bar = progress_bar(desc=f"encoding -> {out_dir.name}", unit="tok", unit_scale=True, smoothing=0.1)
-        counts, docs_sha = _encode_into(files, itertools.chain([first], chunks), encode, tokenizer, dtype,
-                                        val_fraction, seed, num_workers, bar)
+        counts, docs_sha = _encode_into(
+            files, itertools.chain([first], chunks), encode, tokenizer, dtype, val_fraction, seed, num_workers, bar
+        )
         for f in files.values():
             f.close()
     except BaseException:
@@ -244,8 +300,17 @@ def _write_splits(stream: Iterable[str], tokenizer, out_dir: Path, *, dtype: np.
     return {"tmps": tmps, "counts": counts, "docs_sha256": docs_sha, "backend": backend}
 
 
-def _encode_into(files: dict, chunks: Iterable[list[str]], encode, tokenizer, dtype, val_fraction: float,
-                 seed: int, num_workers: int, bar) -> tuple[dict, str]:
+def _encode_into(
+    files: dict,
+    chunks: Iterable[list[str]],
+    encode,
+    tokenizer,
+    dtype,
+    val_fraction: float,
+    seed: int,
+    num_workers: int,
+    bar,
+) -> tuple[dict, str]:
     """Encode chunks on ``num_workers`` threads, writing each chunk's ids in submission order (so the output is
     byte-identical for any number of workers), with at most ``2 * num_workers`` chunks in flight."""
     counts = {s: {"n_tokens": 0, "n_docs": 0} for s in SPLITS}
@@ -278,10 +343,21 @@ def _encode_into(files: dict, chunks: Iterable[list[str]], encode, tokenizer, dt
 
 def _split_header(split: str, written: dict, key: str, tokenizer, dtype, val_fraction, seed) -> dict:
     c = written["counts"][split]
-    return {"format_version": FORMAT_VERSION, "split": split, "dtype": dtype.name, "n_tokens": c["n_tokens"],
-            "n_docs": c["n_docs"], "vocab_size": int(tokenizer.vocab_size), "eos_id": int(tokenizer.eos_id),
-            "tokenizer_fingerprint": tokenizer.fingerprint, "tokenizer_name": str(tokenizer.name), "key": key,
-            "docs_sha256": written["docs_sha256"], "val_fraction": float(val_fraction), "seed": int(seed)}
+    return {
+        "format_version": FORMAT_VERSION,
+        "split": split,
+        "dtype": dtype.name,
+        "n_tokens": c["n_tokens"],
+        "n_docs": c["n_docs"],
+        "vocab_size": int(tokenizer.vocab_size),
+        "eos_id": int(tokenizer.eos_id),
+        "tokenizer_fingerprint": tokenizer.fingerprint,
+        "tokenizer_name": str(tokenizer.name),
+        "key": key,
+        "docs_sha256": written["docs_sha256"],
+        "val_fraction": float(val_fraction),
+        "seed": int(seed),
+    }
 
 
 def _finalize(out_dir: Path, tmps: dict, headers: dict, meta: dict, keep_old: bool) -> None:
@@ -317,13 +393,17 @@ def encode_source(resolved, tokenizer, out_dir: str | os.PathLike, **kwargs) -> 
 
     inputs = kwargs.pop("inputs", None)
     if inputs is None and resolved.kind == "files":
-        inputs = {"sha256": {Path(f).name: s for f, s in resolved.sha256s().items()}, "normalize": True,
-                  "caps": [resolved.max_bytes, resolved.max_bytes_per_file, resolved.max_lines],
-                  "text_field": resolved.text_field}
+        inputs = {
+            "sha256": {Path(f).name: s for f, s in resolved.sha256s().items()},
+            "normalize": True,
+            "caps": [resolved.max_bytes, resolved.max_bytes_per_file, resolved.max_lines],
+            "text_field": resolved.text_field,
+        }
     return encode_corpus(lambda: iter_documents(resolved), tokenizer, out_dir, inputs=inputs, **kwargs)
 
 
 # -------------------------------------------------------------------------------------------------- statistics
+
 
 def corpus_stats(resolved, tokenizer) -> list[dict]:
     """Per input file (or hub id): documents, words (whitespace), characters, tokens (no EOS), tokens per word.

@@ -21,8 +21,8 @@ class TokenFileError(ValueError):
     """A token file is missing, truncated, foreign or was made with another tokenizer."""
 
 
-
 # ------------------------------------------------------------------------------------------------ small pieces
+
 
 def token_dtype(vocab_size: int) -> np.dtype:
     """The smallest unsigned dtype that holds every id of a vocabulary.
@@ -84,17 +84,19 @@ def read_header(path: str | os.PathLike) -> dict:
     with open(path, "rb") as f:
         head = f.read(HEADER_SIZE)
     if len(head) < 16 or head[:8] != MAGIC:
-        raise TokenFileError(f"{path}: not an azllm token file (bad magic {head[:8]!r}); re-encode the corpus "
-                             "with azllm.tokens.encode_corpus")
+        raise TokenFileError(
+            f"{path}: not an azllm token file (bad magic {head[:8]!r}); re-encode the corpus "
+            "with azllm.tokens.encode_corpus"
+        )
     version, n = struct.unpack("<II", head[8:16])
     if version != FORMAT_VERSION:
-        raise TokenFileError(f"{path}: token file format version {version}, this azllm reads version "
-                             f"{FORMAT_VERSION}; re-encode the corpus")
+        raise TokenFileError(
+            f"{path}: token file format version {version}, this azllm reads version "
+            f"{FORMAT_VERSION}; re-encode the corpus"
+        )
     if len(head) < HEADER_SIZE or 16 + n > HEADER_SIZE:
         raise TokenFileError(f"{path}: truncated header ({len(head)} of {HEADER_SIZE} bytes); re-encode")
     try:
-        return json.loads(head[16:16 + n])
+        return json.loads(head[16 : 16 + n])
     except json.JSONDecodeError as e:
         raise TokenFileError(f"{path}: corrupt header ({e}); re-encode the corpus") from None
-
-

@@ -12,6 +12,7 @@ from .format import HEADER_SIZE, TokenFileError, read_header
 
 # ---------------------------------------------------------------------------------------------------- reading
 
+
 class TokenFile:
     """A token file mapped read-only: ``tokens`` is an ``np.memmap`` of the ids (no copy, no load).
 
@@ -44,7 +45,8 @@ class TokenFile:
             raise TokenFileError(
                 f"{self.path}: size {size} bytes, the header promises {expected} ({self.n_tokens} tokens of "
                 f"{self.dtype.name}); the file is {'truncated' if size < expected else 'padded'} (an interrupted "
-                "copy?). Re-encode it with azllm.tokens.encode_corpus.")
+                "copy?). Re-encode it with azllm.tokens.encode_corpus."
+            )
         want = fingerprint if fingerprint is not None else (tokenizer.fingerprint if tokenizer is not None else None)
         if want is not None and want != self.fingerprint:
             made = h.get("tokenizer_name")
@@ -52,27 +54,35 @@ class TokenFile:
             raise TokenFileError(
                 f"{self.path}: made with tokenizer {made!r} (fingerprint {self.fingerprint[:12]}…), not with "
                 f"{name or 'the given one'} (fingerprint {want[:12]}…). Ids would mean other tokens: re-encode the "
-                "corpus with this tokenizer or load the tokenizer that made the file.")
+                "corpus with this tokenizer or load the tokenizer that made the file."
+            )
         if tokenizer is not None and tokenizer.vocab_size != self.vocab_size:
             raise TokenFileError(f"{self.path}: vocab_size {self.vocab_size} != tokenizer's {tokenizer.vocab_size}")
-        self.tokens = (np.memmap(self.path, dtype=self.dtype, mode="r", offset=HEADER_SIZE, shape=(self.n_tokens,))
-                       if self.n_tokens else np.zeros(0, dtype=self.dtype))
+        self.tokens = (
+            np.memmap(self.path, dtype=self.dtype, mode="r", offset=HEADER_SIZE, shape=(self.n_tokens,))
+            if self.n_tokens
+            else np.zeros(0, dtype=self.dtype)
+        )
 
     def __len__(self) -> int:
         return self.n_tokens
 
     def __repr__(self) -> str:
-        return (f"TokenFile({str(self.path)!r}, split={self.split}, n_tokens={self.n_tokens}, n_docs={self.n_docs}, "
-                f"dtype={self.dtype.name}, vocab_size={self.vocab_size})")
+        return (
+            f"TokenFile({str(self.path)!r}, split={self.split}, n_tokens={self.n_tokens}, n_docs={self.n_docs}, "
+            f"dtype={self.dtype.name}, vocab_size={self.vocab_size})"
+        )
 
     def _check_block(self, block_size: int) -> None:
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
         if self.n_tokens < block_size + 1:
-            raise TokenFileError(f"{self.path}: {self.n_tokens} tokens, fewer than block_size + 1 = "
-                                 f"{block_size + 1}; use a smaller block_size or more data")
+            raise TokenFileError(
+                f"{self.path}: {self.n_tokens} tokens, fewer than block_size + 1 = "
+                f"{block_size + 1}; use a smaller block_size or more data"
+            )
 
-    def _to(self, buf: np.ndarray, device) -> "torch.Tensor":  # noqa: F821
+    def _to(self, buf: np.ndarray, device) -> torch.Tensor:  # noqa: F821
         import torch
 
         t = torch.from_numpy(buf.astype(np.int64))
@@ -119,7 +129,7 @@ class TokenFile:
             yield t[:, :-1], t[:, 1:]
         tail = n_pred - full * block_size
         if tail > 0:
-            buf = np.asarray(self.tokens[full * block_size:])[None, :]
+            buf = np.asarray(self.tokens[full * block_size :])[None, :]
             t = self._to(buf, device)
             yield t[:, :-1], t[:, 1:]
 
@@ -148,8 +158,16 @@ class _TokenWindows:
     torch.Size([256])
     """
 
-    def __init__(self, token_file: TokenFile | str | os.PathLike, block_size: int, *, rank: int | None = None,
-                 world_size: int | None = None, seed: int = 0, from_distributed: bool = False):
+    def __init__(
+        self,
+        token_file: TokenFile | str | os.PathLike,
+        block_size: int,
+        *,
+        rank: int | None = None,
+        world_size: int | None = None,
+        seed: int = 0,
+        from_distributed: bool = False,
+    ):
         self.tf = token_file if isinstance(token_file, TokenFile) else TokenFile(token_file)
         self.block_size = int(block_size)
         if self.block_size < 1:
@@ -168,8 +186,10 @@ class _TokenWindows:
         self.n_windows_total = max(0, (self.tf.n_tokens - self.offset) // self.block_size)
         self.n_windows = self.n_windows_total // self.world_size
         if self.n_windows == 0:
-            raise TokenFileError(f"{self.tf.path}: {self.tf.n_tokens} tokens give no window of {self.block_size} "
-                                 f"tokens for rank {self.rank} of {self.world_size}; use a smaller block_size")
+            raise TokenFileError(
+                f"{self.tf.path}: {self.tf.n_tokens} tokens give no window of {self.block_size} "
+                f"tokens for rank {self.rank} of {self.world_size}; use a smaller block_size"
+            )
 
     def __len__(self) -> int:
         return self.n_windows
@@ -185,7 +205,7 @@ class _TokenWindows:
         import torch
 
         s = self.window_start(int(i))
-        ids = torch.from_numpy(self.tf.tokens[s:s + self.block_size].astype(np.int64))
+        ids = torch.from_numpy(self.tf.tokens[s : s + self.block_size].astype(np.int64))
         return {"input_ids": ids, "labels": ids.clone()}
 
 
@@ -195,10 +215,11 @@ def __getattr__(name: str):
     if name == "TokenWindowDataset":
         import torch
 
-        cls = type("TokenWindowDataset", (_TokenWindows, torch.utils.data.Dataset),
-                   {"__doc__": _TokenWindows.__doc__, "__module__": "azllm.tokens"})
+        cls = type(
+            "TokenWindowDataset",
+            (_TokenWindows, torch.utils.data.Dataset),
+            {"__doc__": _TokenWindows.__doc__, "__module__": "azllm.tokens"},
+        )
         globals()["TokenWindowDataset"] = cls
         return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
