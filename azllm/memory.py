@@ -53,6 +53,7 @@ __all__ = [
     "predict_memory",
     "max_batch",
     "fit_plan",
+    "checkpoint_bytes",
     "cost_per_billion_tokens",
     "job_cost",
     "DTYPE_BYTES",
@@ -408,6 +409,20 @@ def fit_plan(
             row["max_tokens_per_step"], row["at_batch"], row["at_seq"] = best
             rows.append(row)
     return rows
+
+
+def checkpoint_bytes(predicted: dict, *, adapters: bool, trainable: int | None = None) -> float:
+    """Bytes of one training checkpoint from :func:`predict_memory`'s parts: the trainable weights in fp32 (only the
+    adapters' for LoRA / QLoRA: ``trainable`` parameters, default ``predicted["trainable"]``) and their optimizer
+    states. The one checkpoint-size formula of azllm (the job cost of notebook 04 and ``azllm launch``).
+
+    >>> checkpoint_bytes({"weights": 400, "optimizer": 800, "trainable": 100}, adapters=False)
+    1200.0
+    >>> checkpoint_bytes({"weights": 400, "optimizer": 80, "trainable": 10}, adapters=True)
+    120.0
+    """
+    n = predicted["trainable"] if trainable is None else trainable
+    return float((4 * n if adapters else predicted["weights"]) + predicted["optimizer"])
 
 
 def cost_per_billion_tokens(tokens_per_s: float, price_per_hour: float) -> float:

@@ -477,7 +477,7 @@ def job_cost_table(
             continue
         p = r["predicted"]
         adapters = r["spec"].get("lora") if r.get("spec") else False
-        ckpt = (4 * (r.get("trainable") or 0) if adapters else p["weights"]) + p["optimizer"]
+        ckpt = mem.checkpoint_bytes(p, adapters=bool(adapters), trainable=r.get("trainable") or 0)
         c = mem.job_cost(
             tokens=tokens,
             tokens_per_s=tps * gpus_per_instance * instances,

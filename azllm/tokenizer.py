@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .utils import json_hash, replace_dir
+from .utils import DEFAULT_SEED, json_hash, replace_dir
 
 __all__ = [
     "load_baseline",
@@ -391,7 +391,7 @@ def train_tokenizer(
     split_by_unicode_script: bool = True,
     input_sentence_size: int = 0,
     num_threads: int = 2,
-    seed: int = 1234,
+    seed: int = DEFAULT_SEED,
     force: bool = False,
 ) -> Path:
     """Train a SentencePiece tokenizer on ``texts`` (already normalized documents) and export it.

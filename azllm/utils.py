@@ -27,6 +27,7 @@ __all__ = [
     "torch_dtype",
     "DTYPES",
     "REPO_ROOT",
+    "DEFAULT_SEED",
     "LIGER_KERNELS",
     "OPTIMIZERS",
     "peak_rss_mb",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULT_SEED = 1234
+"""The seed of a run when the params name none (``seed``), and of library calls that are not given one."""
 """The repository root (notebooks/, params/), for an editable install."""
 
 DTYPES = ("fp32", "bf16", "fp16")

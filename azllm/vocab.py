@@ -39,7 +39,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .utils import replace_dir
+from .utils import DEFAULT_SEED, replace_dir
 
 __all__ = ["extend_tokenizer", "changed_token_share", "base_ids_kept", "VocabError"]
 
@@ -51,7 +51,7 @@ class VocabError(ValueError):
 
 
 def extend_tokenizer(
-    base: str | os.PathLike, corpus: Iterable[str], n_new: int, out_dir: str | os.PathLike, *, seed: int = 1234
+    base: str | os.PathLike, corpus: Iterable[str], n_new: int, out_dir: str | os.PathLike, *, seed: int = DEFAULT_SEED
 ) -> Path:
     """Add up to ``n_new`` Azerbaijani tokens learned on ``corpus`` (normalized documents) to ``base`` (a folder
     with ``tokenizer.json`` or ``tokenizer.model``, or either file) and write a Hugging Face folder ``out_dir``.

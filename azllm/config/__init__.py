@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from ..utils import json_hash
+from ..utils import DEFAULT_SEED, json_hash
 from .corpus import CorpusConfig, MinhashSettings, MixConfig, QualityConfig
 from .data import (
     BaselineConfig,
@@ -123,7 +123,7 @@ class Config(_Section):
 
     run_name: str = "default"
     """Name of the run: reports/<run_name>/, artifacts/<run_name>/."""
-    seed: int = 1234
+    seed: int = DEFAULT_SEED
     """Seed of tokenizers, models, data order and sampling."""
     notebooks: list[str] = Field(
         default_factory=lambda: [

@@ -7,7 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..assemble import METHODS
+
 Dtype = Literal["fp32", "bf16", "fp16"]
+Method = Literal[METHODS]
+"""A training method: full | lora | qlora (:data:`azllm.assemble.METHODS`, the one list of them)."""
 
 
 class _Section(BaseModel):

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .data import SourceConfig, _Section
+from .data import Method, SourceConfig, _Section
 
 
 class SftSourceConfig(SourceConfig):
@@ -40,7 +40,7 @@ def _sources() -> dict[str, SftSourceConfig]:
 class SftVariant(_Section):
     """One row of the methods table: a method, with or without packing."""
 
-    method: Literal["full", "lora", "qlora"] = "lora"
+    method: Method = "lora"
     """full | lora | qlora."""
     packing: bool = False
     """Pack the conversations (``sft.packing_strategy``)."""
@@ -116,7 +116,7 @@ class SftConfig(_Section):
     completion_only_loss: bool | None = None
     """TRL's completion-only loss for prompt/completion data (None: TRL's default, on for such data). azllm turns
     every format into messages, so ``assistant_only_loss`` is what applies."""
-    method: Literal["full", "lora", "qlora"] = "lora"
+    method: Method = "lora"
     """The main run's method."""
     packing: bool = False
     """Pack conversations into ``max_length`` rows in the main run."""

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .data import Dtype, SourceConfig, _Section, _src
+from ..assemble import METHODS
+from .data import Dtype, Method, SourceConfig, _Section, _src
 
 # ---------------------------------------------------------------------------------------------------- model
 
@@ -106,7 +107,7 @@ class GenerateConfig(_Section):
 class TrainConfig(_Section):
     """Training with the Hugging Face Trainer on the token files (notebook 03)."""
 
-    method: Literal["full", "lora", "qlora"] = "full"
+    method: Method = "full"
     """full (all weights) | lora | qlora."""
     block_size: int = 128
     """Tokens per training window."""
@@ -168,7 +169,7 @@ class TrainConfig(_Section):
     rows_only_steps: int = 0
     """Two-stage adapter schedule: new token rows alone for this many steps, then LoRA's matrices join (LoRA and
     QLoRA with a changed vocabulary)."""
-    compare: list[Literal["full", "lora", "qlora"]] = Field(default_factory=lambda: ["full", "lora", "qlora"])
+    compare: list[Method] = Field(default_factory=lambda: list(METHODS))
     """Methods trained after the main run, from its model, for the comparison table."""
     compare_steps: int = 25
     """Steps of each comparison run."""

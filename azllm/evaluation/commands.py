@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from ..utils import DEFAULT_SEED
 from .tasks import LOCAL_TASKS, TASK_DIR
 
 __all__ = ["lm_eval_argv", "check_lm_eval_argv", "as_shell"]
@@ -39,7 +40,7 @@ def lm_eval_argv(
     batch_size: int | str = "auto",
     dtype: str = "bfloat16",
     output_path: str = "reports/lm-eval",
-    seed: int = 1234,
+    seed: int = DEFAULT_SEED,
     tensor_parallel: int = 1,
 ) -> list[str]:
     """The argv of lm-eval scoring ``model`` on ``tasks`` (local names and registry names): ``backend`` ``hf``

@@ -39,6 +39,8 @@ import functools
 import logging
 from collections import defaultdict
 
+from ..utils import DEFAULT_SEED
+
 __all__ = [
     "EvalModelError",
     "UnknownTaskError",
@@ -138,7 +140,7 @@ def score(
     hub_tasks: list[str] = (),
     batch_size: int = 8,
     limit: int | None = None,
-    seed: int = 1234,
+    seed: int = DEFAULT_SEED,
     bootstrap_iters: int = 200,
     max_length: int | None = None,
 ) -> dict:

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .. import data as azdata
+from ..assemble import METHODS
 from ..config import Config, deep_update
 from .paths import Paths
 from .sources import resolve
@@ -238,7 +239,7 @@ def methods_benchmark(
     *,
     rounds: int = 3,
     steps: int = 25,
-    methods: tuple = ("full", "lora", "qlora"),
+    methods: tuple = METHODS,
     base: str | None = None,
     show=print,
 ) -> dict:

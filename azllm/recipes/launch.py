@@ -288,8 +288,7 @@ def checkpoint_bytes(cfg: Config) -> float | None:
     shape = model_config(model.preset, cfg.tokenizer.vocab_size, **model.config)
     name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if model.quant.bits == 4 else "qlora8"}[train.method]
     variant = mem.parse_variant(name, dtype=model.dtype, optimizer=train.optimizer, lora_r=model.lora.r)
-    p = mem.predict_memory(shape, variant, batch=1, seq=1)
-    return float((4 * p["trainable"] if train.method != "full" else p["weights"]) + p["optimizer"])
+    return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=train.method != "full")
 
 
 def _sft_checkpoint_bytes(cfg: Config) -> float | None:
@@ -303,8 +302,7 @@ def _sft_checkpoint_bytes(cfg: Config) -> float | None:
     shape = model_config(s.plan_preset, s.plan_vocab_size)
     name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if cfg.model.quant.bits == 4 else "qlora8"}[s.method]
     variant = mem.parse_variant(name, dtype=cfg.model.dtype, optimizer=s.optimizer, lora_r=cfg.model.lora.r)
-    p = mem.predict_memory(shape, variant, batch=1, seq=1)
-    return float((4 * p["trainable"] if s.method != "full" else p["weights"]) + p["optimizer"])
+    return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=s.method != "full")
 
 
 def estimate(cfg: Config) -> dict:

@@ -57,6 +57,7 @@ from pathlib import Path
 
 import torch
 
+from ..assemble import METHODS
 from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
 from ..loop import LoopSpec, training_arguments
 from ..utils import atomic_write_json, json_hash, replace_dir
@@ -119,7 +120,7 @@ def prepare_model(
     from ..utils import torch_dtype
     from .template import add_token_rows
 
-    if method not in ("full", "lora", "qlora"):
+    if method not in METHODS:
         raise ValueError(f"method must be full, lora or qlora, got {method!r}")
     model = load_base(base, torch_dtype(dtype))
     add_token_rows(model, list(new_token_ids or []))
