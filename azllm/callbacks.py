@@ -136,8 +136,12 @@ class SafetyCallback(_trainer_callback_base()):
 
     def _check_loss(self, module, args, output):
         loss = getattr(output, "loss", None)
-        if not module.training or loss is None:
-            return
+        if module.training and loss is not None:
+            self.observe(loss)
+
+    def observe(self, loss) -> None:
+        """Fold one training loss into the on-device flag (what the forward hook does with a model's own loss; a
+        run whose loss is computed outside the model's forward, e.g. distillation, calls it)."""
         if self._forwards is None:
             self._forwards = torch.zeros((), dtype=torch.long, device=loss.device)
             self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)

@@ -8,6 +8,9 @@ Commands:
                                                                  score one model on evaluate.tasks -> results.json
          [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
     sft PARAMS                                                   instruction tuning (sft section): run, answers, export
+    distill PARAMS                                               a small student of the study's teacher (distill)
+    deploy MODEL_FOLDER [--params P] [--out DIR] [--quants Q ...] [--no-speed]
+                                                                 GGUF files for llama.cpp, checked (deploy.json)
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
     bench encoder PARAMS [--quick] [--out FILE]                  the token-file encoder benchmark
@@ -69,6 +72,15 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
     sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
     sf.add_argument("params")
+    di = sub.add_parser("distill", help="knowledge distillation of a small student (distill section)")
+    di.add_argument("params")
+    de = sub.add_parser("deploy", help="a model folder as GGUF files for llama.cpp, with their checks (deploy.json)")
+    de.add_argument("model", help="a model folder (an export: safetensors, tokenizer, chat template)")
+    de.add_argument("--params", help="params file whose data and deploy sections to use (default: the defaults)")
+    de.add_argument("--out", help="output folder (default: artifacts/<run>/deploy/<model folder name>/)")
+    de.add_argument("--quants", nargs="+", help="files to write (default: deploy.quants: F16 Q8_0 Q4_K_M)")
+    de.add_argument("--pre-tokenizer", help="map a tokenizer llama.cpp does not recognise to this pre-tokenizer")
+    de.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -130,7 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     from .config import ParamsError
     from .evaluation import EvalError
 
-    commands = {"run": _report, "train": _train, "eval": _eval, "sft": _sft, "launch": _launch, "bench": _bench}
+    commands = {
+        "run": _report,
+        "train": _train,
+        "eval": _eval,
+        "sft": _sft,
+        "distill": _distill,
+        "deploy": _deploy,
+        "launch": _launch,
+        "bench": _bench,
+    }
     try:
         return commands[args.cmd](args)
     except ParamsError as e:
@@ -220,6 +241,59 @@ def _sft(args) -> int:
         return 0
     print(Path(r["output_dir"]) / "results.json")
     return 0
+
+
+def _distill(args) -> int:
+    """``distill``: :func:`azllm.recipes.distill.run_distill`; prints each student's bits per byte and its folder."""
+    from .recipes import load
+    from .recipes.distill import run_distill, student_rows
+
+    cfg = load(args.params)
+    study = run_distill(cfg)
+    for row in student_rows(cfg, study):
+        print(
+            f"{row['model']}: {row['parameters_m']:.1f}M parameters, {row['layers']} layers, az bpb "
+            f"{row['az_bpb']:.4f}, en bpb {row['en_bpb']:.4f}"
+        )
+    for name, folder in study["exports"].items():
+        print(f"{name}: {folder}")
+    return 0
+
+
+def _deploy(args) -> int:
+    """``deploy``: :func:`azllm.recipes.deploy.deploy_model` of one folder; prints the checks and deploy.json's
+    path. A failed check of the tokenizer exits 1."""
+    from .deploy import DeployError
+    from .recipes import load
+    from .recipes.deploy import deploy_model, parity_rows, quant_rows, speed_rows
+
+    over = {"deploy": {k: v for k, v in (("quants", args.quants), ("pre_tokenizer", args.pre_tokenizer)) if v}}
+    cfg = load(args.params, overrides=over)
+    name = Path(args.model).name
+    try:
+        rec = deploy_model(cfg, name, args.model, out_dir=args.out)
+    except DeployError as e:
+        print(f"azllm: {e}", file=sys.stderr)
+        return 2
+    for r in parity_rows({name: rec}):
+        print(f"parity {r['set']}: {r['equal']}/{r['lines']} lines ({r['share']:.2%})")
+    for r in quant_rows({name: rec}):
+        kld = (
+            f"KLD {r['mean_kld']:.4f}, ppl ratio {r['ppl_ratio']:.4f}, same top-1 {r['same_top1']:.3f}"
+            if (r["mean_kld"] is not None)
+            else f"vs PyTorch: max |dlogit| {r['vs_pytorch_max_abs_diff']:.3g}, top-1 {r['vs_pytorch_top1']:.3f}"
+        )
+        print(
+            f"{r['file']}: {r['size_mb']:.1f} MB, {r['bits_per_weight']:.2f} bits/weight ({r['tensor_types']}); {kld}"
+        )
+    if not args.no_speed and cfg.deploy.speed:
+        for r in speed_rows(cfg, rec):
+            print(
+                f"{r['runtime']}: prompt {r['prefill_tokens_per_s']:.0f}, generation {r['gen_tokens_per_s']:.1f} "
+                f"tokens/s, peak RSS {r['peak_rss_mb']:.0f} MB"
+            )
+    print(Path(rec["files"]["F16"]["path"]).parent / "deploy.json")
+    return 0 if rec["parity"]["all"]["share"] == 1.0 else 1
 
 
 def _train(args) -> int:

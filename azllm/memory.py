@@ -387,9 +387,9 @@ def fit_plan(
     reserve_gb: float = 1.0,
     device: str = "cuda",
 ) -> list[dict]:
-    """For every variant and memory budget, the largest batch at each sequence length and the largest tokens per
-    step (batch × seq). ``reserve_gb`` is kept free for what the model does not count (CUDA context, cuBLAS
-    workspace, allocator fragmentation).
+    """For every variant and memory budget, the largest batch at each sequence length (``batch_at_<seq>``) and the
+    largest tokens per step (batch × seq). ``reserve_gb`` is kept free for what the model does not count (CUDA
+    context, cuBLAS workspace, allocator fragmentation).
 
     >>> cfg = dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000)
     >>> rows = fit_plan(cfg, ["baseline", "ckpt"], [1], [128, 256], reserve_gb=0)
@@ -404,7 +404,7 @@ def fit_plan(
             best = (0, 0, 0)
             for seq in seq_lens:
                 b = max_batch(config, v, seq, gb * GB, reserve_bytes=reserve_gb * GB, device=device)
-                row[f"batch@{seq}"] = b
+                row[f"batch_at_{seq}"] = b
                 best = max(best, (b * seq, b, seq))
             row["max_tokens_per_step"], row["at_batch"], row["at_seq"] = best
             rows.append(row)

@@ -1,5 +1,5 @@
-"""Matplotlib figures of the reports. Each function takes plain rows (dicts), a results dict or a table of
-:mod:`azllm.tables` and returns a Figure."""
+"""Matplotlib figures of the reports. Each function takes the recipes' results (plain rows or dicts, snake_case
+keys, every number computed by the recipe) and returns a Figure; what is computed here is the drawing itself."""
 
 from __future__ import annotations
 
@@ -78,20 +78,15 @@ def best_vs_baselines(
     return fig
 
 
-def training_curves(curves: dict, train_bytes_per_token: float):
-    """Loss and bits per byte against steps: the logged training loss and every evaluated set.
-
-    The training bpb is approximate (``loss / ln 2 / train_bytes_per_token``); the evaluations' bpb is exact.
-    """
-    import math
-
+def training_curves(curves: dict):
+    """Loss and bits per byte against steps: the logged training loss and every evaluated set
+    (:func:`azllm.recipes.train.curves`: the training bpb is approximate, ``bpb_approx``; the evaluations' is
+    exact)."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     tr = curves["train"]
     steps = [p["step"] for p in tr]
     axes[0].plot(steps, [p["loss"] for p in tr], label="train", alpha=0.8)
-    axes[1].plot(
-        steps, [p["loss"] / math.log(2) / train_bytes_per_token for p in tr], label="train (approx.)", alpha=0.8
-    )
+    axes[1].plot(steps, [p["bpb_approx"] for p in tr], label="train (approx.)", alpha=0.8)
     for name, pts in curves["eval"].items():
         axes[0].plot([p["step"] for p in pts], [p["loss"] for p in pts], marker="o", label=name)
         axes[1].plot([p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", label=name)
@@ -115,23 +110,21 @@ def method_bars(rows: list[dict], metrics: tuple[str, ...] = ("tokens_per_s", "p
     return fig
 
 
-def encoder_throughput(res: dict):
-    """Bar charts of throughput and peak RSS of (a), (b), (c) at 1x and Nx; returns the matplotlib figure."""
+def encoder_throughput(record: dict):
+    """Bar charts of throughput and peak RSS of (a), (b), (c) at 1x and Nx
+    (:func:`azllm.recipes.tokens.encoder_record`); returns the matplotlib figure."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    scales = [1, res["scale"]]
+    rows = {(r["variant"], r["scale"]): r for r in record["variants"]}
+    scales = [1, record["scale"]]
     width = 0.38
-    for j, (metric, label) in enumerate([("tokens_per_s", "tokens/s (millions)"), ("peak_rss_mb", "peak RSS (MB)")]):
+    for j, (metric, label) in enumerate([("mtokens_per_s", "tokens/s (millions)"), ("peak_rss_mb", "peak RSS (MB)")]):
         ax = axes[j]
         for i, s in enumerate(scales):
-            vals = [res["variants"][f"{v}@{s}"][metric] / (1e6 if j == 0 else 1) for v in "abc"]
+            vals = [rows[(v, s)][metric] for v in "abc"]
             ax.bar(np.arange(3) + (i - 0.5) * width, vals, width, label=f"{s}x corpus")
         if j == 0:
             ax.axhline(
-                res["variants"]["limit@1"]["tokens_per_s"] / 1e6,
-                color="k",
-                ls="--",
-                lw=1,
-                label="limit (batch encode, all cores)",
+                rows[("limit", 1)]["mtokens_per_s"], color="k", ls="--", lw=1, label="limit (batch encode, all cores)"
             )
         ax.set_xticks(range(3), ["(a) naive list", "(b) per-doc tofile", "(c) encode_corpus"])
         ax.set_ylabel(label)
@@ -141,26 +134,29 @@ def encoder_throughput(res: dict):
     return fig
 
 
-def variant_bars(df):
-    """Bar charts of median tokens/s and peak memory with min–max whiskers; unavailable/OOM variants are shown as
-    empty slots labelled with their status."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(df) + 1.5))
-    y = np.arange(len(df))
-    for ax, col, title in (
-        (axes[0], "tokens/s", "tokens/s (median, min–max)"),
-        (axes[1], "peak MB", "peak memory above baseline, MiB (median, min–max)"),
+def variant_bars(rows: list[dict]):
+    """Bar charts of median tokens/s and peak memory with min–max whiskers (:func:`azllm.recipes.benchmark.
+    variant_rows`); unavailable/OOM variants are shown as empty slots labelled with their status."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(rows) + 1.5))
+    y = np.arange(len(rows))
+    status = [r["status"] for r in rows]
+
+    def col(key):
+        return np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
+
+    for ax, key, title in (
+        (axes[0], "tokens_per_s", "tokens/s (median, min–max)"),
+        (axes[1], "peak_mb", "peak memory above baseline, MiB (median, min–max)"),
     ):
-        med = df[col].astype(float).to_numpy()
-        lo = med - df[f"{col} min"].astype(float).to_numpy()
-        hi = df[f"{col} max"].astype(float).to_numpy() - med
+        med, lo, hi = col(f"{key}_median"), col(f"{key}_min"), col(f"{key}_max")
         ax.barh(
             y,
             np.nan_to_num(med),
-            xerr=[np.nan_to_num(lo), np.nan_to_num(hi)],
+            xerr=[np.nan_to_num(med - lo), np.nan_to_num(hi - med)],
             capsize=3,
-            color=["C0" if s == "ok" else "lightgrey" for s in df.status],
+            color=["C0" if s == "ok" else "lightgrey" for s in status],
         )
-        for yi, s in enumerate(df.status):
+        for yi, s in enumerate(status):
             if s != "ok":
                 ax.text(
                     0,
@@ -170,23 +166,24 @@ def variant_bars(df):
                     fontsize=8,
                     color="dimgrey",
                 )
-        ax.set_yticks(y, df.variant)
+        ax.set_yticks(y, [r["variant"] for r in rows])
         ax.invert_yaxis()
         ax.set_title(title)
     fig.tight_layout()
     return fig
 
 
-def predicted_vs_measured(pred):
-    """Measured vs predicted peak memory (MiB) with the ±20% band."""
-    d = pred[pred["measured MB"].notna()]
+def predicted_vs_measured(rows: list[dict]):
+    """Measured vs predicted peak memory (MiB, :func:`azllm.recipes.benchmark.prediction_rows`) with the ±20%
+    band."""
+    d = [r for r in rows if r["measured_mb"] is not None]
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    ax.scatter(d["measured MB"], d["predicted MB"])
-    for _, r in d.iterrows():
+    ax.scatter([r["measured_mb"] for r in d], [r["predicted_mb"] for r in d])
+    for r in d:
         ax.annotate(
-            r.variant, (r["measured MB"], r["predicted MB"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            r["variant"], (r["measured_mb"], r["predicted_mb"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
         )
-    hi = float(max(d["measured MB"].max(), d["predicted MB"].max())) * 1.1 if len(d) else 1
+    hi = max([r["measured_mb"] for r in d] + [r["predicted_mb"] for r in d]) * 1.1 if d else 1
     xs = np.linspace(0, hi, 10)
     ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
     ax.fill_between(xs, 0.8 * xs, 1.2 * xs, color="grey", alpha=0.2, label="±20%")
@@ -226,16 +223,17 @@ def adapt_curves(results: list[dict]):
     return fig
 
 
-def corpus_removed(table):
-    """Horizontal stacked bars per source: MB kept and MB removed by each step (:func:`azllm.tables.corpus_table`
-    in bytes)."""
-    df = table.drop(index="total", errors="ignore").sort_values("input")
-    cols = [c for c in df.columns if c not in ("input", "kept %")]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(df) + 1.5))
-    left = np.zeros(len(df))
-    for col in ["kept"] + [c for c in cols if c != "kept"]:
-        ax.barh(df.index, df[col].to_numpy(), left=left, label=col.replace("_", " "))
-        left += df[col].to_numpy()
+def corpus_removed(rows: list[dict]):
+    """Horizontal stacked bars per source: MB kept and MB removed by each step
+    (:func:`azllm.recipes.corpus.removal_rows`, ``mb``)."""
+    mb = sorted((r for r in rows if r["source"] != "total"), key=lambda r: r["mb"]["input"])
+    steps = [k for k in (mb[0]["mb"] if mb else {}) if k not in ("input", "kept", "kept_pct")]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(mb) + 1.5))
+    left = np.zeros(len(mb))
+    for col in ["kept", *steps]:
+        vals = np.array([r["mb"][col] for r in mb])
+        ax.barh([r["source"] for r in mb], vals, left=left, label=col.replace("_", " "))
+        left += vals
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlabel("MB (symmetric log scale)")
     ax.set_title("What each corpus step removed, per source")
@@ -281,6 +279,46 @@ def sft_curves(results: list[dict]):
         ax.plot([p["step"] for p in tr], [p["loss"] for p in tr], color=c, alpha=0.5, lw=1, label=f"{label} train")
         ax.plot([p["step"] for p in ev], [p["loss"] for p in ev], color=c, marker="o", label=f"{label} held out")
     ax.set(xlabel="step", ylabel="loss (nats per assistant token)", title="Instruction tuning: lower is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def distill_curves(study: dict, az_set: str):
+    """Bits per byte of the Azerbaijani set against steps for each student, the teacher's as a dashed line."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = {"kd": "student (KD)", "ce": "student (cross-entropy)"}
+    for i, (name, r) in enumerate(study["runs"].items()):
+        ev = r["curves"]["eval"].get(az_set, [])
+        ax.plot([p["step"] for p in ev], [p["bpb"] for p in ev], marker="o", color=f"C{i}", label=labels[name])
+    ax.axhline(study["teacher"]["eval"][az_set]["bpb"], color="k", ls="--", lw=1, label="teacher")
+    ax.set(xlabel="step", ylabel=f"{az_set} bits per byte", title="Distillation: lower is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def size_vs_quality(points: list[dict]):
+    """Azerbaijani bits per byte against the file size (log scale) for every model and file; hollow markers are
+    estimated from a file's perplexity ratio against F16."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    models = list(dict.fromkeys(p["model"] for p in points))
+    for i, m in enumerate(models):
+        pts = sorted((p for p in points if p["model"] == m), key=lambda p: p["size_mb"])
+        ax.plot([p["size_mb"] for p in pts], [p["az_bpb"] for p in pts], color=f"C{i}", lw=0.8, alpha=0.6)
+        for p in pts:
+            ax.scatter(
+                p["size_mb"],
+                p["az_bpb"],
+                color=f"C{i}",
+                facecolors="none" if p["estimated"] else f"C{i}",
+                label=m if p is pts[0] else None,
+            )
+            ax.annotate(p["file"], (p["size_mb"], p["az_bpb"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set(xlabel="size on disk (MB, log)", ylabel="Azerbaijani bits per byte", title="Smaller vs better")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

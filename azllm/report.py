@@ -14,6 +14,14 @@ Notebooks record their numbers with :func:`record` (plain JSON values) and their
 :func:`record_artifact` (paths under the git-ignored artifacts folder); inputs with :func:`record_inputs`.
 A failed cell stops the run: the partial notebook is still rendered, ``metrics.json`` says which notebook failed
 and the runner exits non-zero.
+
+The schema of ``metrics.json``: what a notebook records is what a recipe returned (``azllm.recipes``), never a
+display table, so every key, at every depth, is snake_case (``^[a-z0-9_]+$``: ``az_bpb_after``, ``speed_ratio``,
+``usd_per_billion_tokens``); display labels ("speed ×") live in :data:`azllm.tables.LABELS` only. Names the user
+or the data chose (eval sets, tasks, tokenizers, sources, runs, variants) are values (a row's ``way``,
+``variant``, ``task``), or they are the keys of a map listed in :data:`NAMED_MAPS`, never part of a key (a number
+of the params may be: ``batch_at_<seq>``); :func:`key_problems` checks a file against this, and the tests check
+every notebook's ``metrics.json`` on tiny params.
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ __all__ = [
     "record",
     "record_inputs",
     "record_artifact",
-    "record_training_benchmark",
+    "NAMED_MAPS",
+    "key_problems",
     "run_report",
     "run_metadata",
     "compact_progress",
@@ -58,6 +67,86 @@ def record(out_dir: str | os.PathLike, section: str, values: dict) -> None:
     >>> record("reports/demo", "tokenizers", {"best_fertility": 1.52})  # doctest: +SKIP
     """
     _merge_part(out_dir, "metrics", section, _jsonable(values))
+
+
+SNAKE_CASE = re.compile(r"^[a-z0-9_]+$")
+
+_SCORE_MAPS = ("tasks", "subtasks", "fewshot_overlap", "n_items", "num_fewshot", "task_hashes")
+NAMED_MAPS = (
+    # the runner: input names (and their files' paths), artifact names, package names
+    "inputs",
+    "inputs.*.sha256",
+    "artifacts",
+    "run.packages",
+    # 00: sources, languages, the eval sets and tasks decontaminated against
+    "metrics.corpus.counts.by_source",
+    "metrics.corpus.counts.languages",
+    "metrics.corpus.settings.eval_sets",
+    # 01: eval sets, tokenizers, the words segmented, the lexicons' feature bundles and flags
+    "metrics.tokenizers.eval_sets",
+    "metrics.tokenizers.skipped",
+    "metrics.tokenizers.checks",
+    "metrics.tokenizers.best_fertility_by_set",
+    "metrics.tokenizers.reference_fertility",
+    "metrics.tokenizers.recipe.[].fertility",
+    "metrics.tokenizers.recipe.[].roundtrip",
+    "metrics.tokenizers.segmentations",
+    "metrics.tokenizers.segmentations.*",
+    "metrics.tokenizers.lexicon.*.by_*",
+    # 03: eval sets
+    "metrics.train.final",
+    # 05: eval sets
+    "metrics.adapt.tokenizers.[].tokens_per_word",
+    "metrics.adapt.extension_table.[].fertility",
+    "metrics.adapt.extension_table.[].roundtrip",
+    # 06: runs (way-method) and tasks
+    "metrics.evaluate.after",
+    "metrics.evaluate.fewshot_overlap",
+    *(f"metrics.evaluate.{m}.{k}" for m in ("base", "after.*") for k in _SCORE_MAPS),
+    # 07: runs, sources, eval sets and tasks, reasons a record was bad
+    "metrics.sft.base.runs",
+    "metrics.sft.counts.sources",
+    "metrics.sft.counts.sources.*.bad",
+    "metrics.sft.counts.bad",
+    "metrics.sft.counts.decontaminated",
+    "metrics.sft.counts.decontaminated.examples",
+    "metrics.sft.counts.eval_source_counts",
+    "metrics.sft.counts.eval_source_counts.*.bad",
+)
+"""The maps of ``metrics.json`` whose keys are names the user or the data chose, as dotted paths (``*``: any key,
+``by_*``: any key that starts so, ``[]``: every item of a list); their values are checked like any other."""
+
+OTHER_SCHEMAS = ("run.params", "run.data.overrides")
+"""Subtrees keyed by the params' own schema (:mod:`azllm.config`, which checks them), not by this one."""
+
+
+def _matches(path: tuple, pattern: str) -> bool:
+    pat = pattern.split(".")
+    return len(pat) == len(path) and all(
+        p == "*" or p == k or (p.endswith("*") and k.startswith(p[:-1])) for p, k in zip(pat, path)
+    )
+
+
+def key_problems(doc: Any, path: tuple = ()) -> list[str]:
+    """Every key of ``doc`` (a ``metrics.json``, at every depth) that is not snake_case and is not a name in one
+    of :data:`NAMED_MAPS`, as its dotted path.
+
+    >>> key_problems({"metrics": {"adapt": {"az bpb after": 1.0}, "train": {"final": {"FLORES-dev": {}}}}})
+    ['metrics.adapt.az bpb after']
+    """
+    if any(_matches(path, p) for p in OTHER_SCHEMAS):
+        return []
+    out = []
+    if isinstance(doc, dict):
+        named = any(_matches(path, p) for p in NAMED_MAPS)
+        for k, v in doc.items():
+            if not named and not SNAKE_CASE.match(str(k)):
+                out.append(".".join((*path, str(k))))
+            out += key_problems(v, (*path, str(k)))
+    elif isinstance(doc, list):
+        for v in doc:
+            out += key_problems(v, (*path, "[]"))
+    return out
 
 
 def record_inputs(out_dir: str | os.PathLike, name: str, resolved) -> None:
@@ -85,33 +174,6 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
-
-
-def record_training_benchmark(out_dir, bench: dict, summary, pred, cost, fit) -> None:
-    """Every number of the training benchmark into ``metrics.json`` (section ``benchmark``)."""
-    from .tables import records
-
-    err = (pred["pred/meas"].dropna() - 1).abs()
-    record(
-        out_dir,
-        "benchmark",
-        {
-            "device": bench["device"],
-            "config": bench["config"],
-            "tokens": bench["tokens"],
-            "batch": bench["batch"],
-            "seq": bench["seq"],
-            "variants": records(summary),
-            "predicted_vs_measured": records(pred),
-            "cost": records(cost),
-            "fit_planner": records(fit),
-            "oom_probe": bench.get("oom_probe"),
-            "n_ok": int((summary.status == "ok").sum()),
-            "n_variants": len(summary),
-            "max_abs_pred_error": float(err.max()) if len(err) else None,
-            "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
-        },
-    )
 
 
 def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
@@ -213,46 +275,36 @@ def _tokenizer_answer(m: dict) -> tuple | None:
     t = m.get("tokenizers") or {}
     if not t.get("best"):
         return None
-    ev = t.get("selected_on")
-    ref = {r["tokenizer"]: r["fertility"] for r in t.get("table", []) if r.get("eval_set") == ev}
-    refs = ", ".join(f"{n} {_f(ref[n])}" for n in ("llama3", "aztc-32k") if n in ref)
+    refs = ", ".join(f"{n} {_f(v)}" for n, v in (t.get("reference_fertility") or {}).items())
     return (
         "Tokens per word",
-        f"{t['best']}: {_f(t.get('best_fertility'))} on {ev}",
+        f"{t['best']}: {_f(t.get('best_fertility'))} on {t.get('selected_on')}",
         refs or "no baseline in this run",
         "01_tokenizers.html",
     )
 
 
 def _bpb_answer(m: dict) -> tuple | None:
-    t = m.get("train") or {}
-    if t.get("final_val_bpb") is None:
+    final = (m.get("train") or {}).get("final") or {}
+    if (final.get("val") or {}).get("bpb") is None:
         return None
-    held = {
-        k[len("final_") : -len("_bpb")]: v
-        for k, v in t.items()
-        if k.startswith("final_") and k.endswith("_bpb") and not k.endswith("_uniform_bpb")
-    }
-    uniform = {k: t.get(f"final_{k}_uniform_bpb") for k in held}  # each set's own, computed by the recipe
-    ref = ", ".join(f"{k} {_f(v)}" for k, v in uniform.items() if v is not None)
+    uniform = ", ".join(f"{k} {_f(f['uniform_bpb'])}" for k, f in final.items() if f.get("uniform_bpb") is not None)
     return (
         "Held-out bits per byte",
-        ", ".join(f"{k} {_f(v)}" for k, v in held.items()),
-        f"a uniform guess over the vocabulary on the same sets: {ref}" if ref else "no baseline recorded",
+        ", ".join(f"{k} {_f(f.get('bpb'))}" for k, f in final.items()),
+        f"a uniform guess over the vocabulary on the same sets: {uniform}" if uniform else "no baseline recorded",
         "03_train.html",
     )
 
 
 def _adapt_answer(m: dict) -> tuple | None:
-    runs = (m.get("adapt") or {}).get("runs") or []
-    if not runs:
+    best = (m.get("adapt") or {}).get("best")
+    if not best:
         return None
-    best = min(runs, key=lambda r: r["az bpb after"])
     return (
         "Adaptation that wins (Azerbaijani bpb)",
-        f"{best['way']} / {best['method']}: {_f(best['az bpb before'])} → {_f(best['az bpb after'])}; English "
-        f"{_f(best['en bpb before'])} → {_f(best['en bpb after'])} "
-        f"({_f(best['en bpb after'] - best['en bpb before'], '{:+.3f}')})",
+        f"{best['way']} / {best['method']}: {_f(best['az_bpb_before'])} → {_f(best['az_bpb_after'])}; English "
+        f"{_f(best['en_bpb_before'])} → {_f(best['en_bpb_after'])} ({_f(best['en_bpb_change'], '{:+.3f}')})",
         "the base before adaptation (step 0)",
         "05_adapt.html",
     )
@@ -260,10 +312,9 @@ def _adapt_answer(m: dict) -> tuple | None:
 
 def _eval_answer(m: dict) -> tuple | None:
     e = m.get("evaluate") or {}
-    rank = [r for r in e.get("ranking") or [] if r.get("az_gain") is not None]
-    if not rank:
+    top = e.get("top")
+    if not top:
         return None
-    top = rank[0]
     en = (
         f"; English {e.get('en_headline')} {_f(top['en_change'], '{:+.3f}')} ({top['en_verdict']})"
         if top.get("en_change") is not None
@@ -289,26 +340,30 @@ def _eval_answer(m: dict) -> tuple | None:
 
 def _technique_answers(m: dict) -> list[tuple]:
     b = m.get("benchmark") or {}
-    ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed ×") is not None]
+    ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed_ratio") is not None]
     out = []
     if ok:
+        fastest = f" (fastest: {b['fastest_variant']})" if b.get("fastest_variant") else ""
         out.append(
             (
                 "Speed × and memory × of each technique",
                 "; ".join(
-                    f"{r['variant']} {_f(r['speed ×'], '{:.2f}')} / {_f(r.get('memory ×'), '{:.2f}')}" for r in ok
-                ),
+                    f"{r['variant']} {_f(r['speed_ratio'], '{:.2f}')} / {_f(r.get('memory_ratio'), '{:.2f}')}"
+                    for r in ok
+                )
+                + fastest,
                 "the baseline variant = 1.00 / 1.00",
                 "04_benchmark.html",
             )
         )
-    cost = [r for r in b.get("cost") or [] if r.get("$ per 1B tokens") is not None]
+    cost = [r for r in b.get("cost") or [] if r.get("usd_per_billion_tokens") is not None]
     if cost:
+        cheapest = f" (cheapest: {b['cheapest_variant']})" if b.get("cheapest_variant") else ""
         out.append(
             (
                 "$ per billion tokens",
-                "; ".join(f"{r['variant']} ${r['$ per 1B tokens']:,.0f}" for r in cost),
-                f"at {_f(cost[0].get('price/h'), '${:.2f}')}/h, the measured tokens/s of this machine",
+                "; ".join(f"{r['variant']} ${r['usd_per_billion_tokens']:,.0f}" for r in cost) + cheapest,
+                f"at {_f(cost[0].get('price_per_hour'), '${:.2f}')}/h, the measured tokens/s of this machine",
                 "04_benchmark.html",
             )
         )
@@ -317,7 +372,8 @@ def _technique_answers(m: dict) -> list[tuple]:
 
 def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
     """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
-    produce is left out. Every number is also in metrics.json."""
+    produce is left out. Every number, and every winner (the best tokenizer, the adaptation run, the recipe, the
+    fastest and the cheapest variant), is chosen by a recipe and read here from metrics.json."""
     rows = [
         _tokenizer_answer(metrics),
         _bpb_answer(metrics),

@@ -1,111 +1,207 @@
-"""Tables of the reports: plain rows (lists of dicts) or pandas DataFrames built from results, nothing computed
-anew. Figures of the same results are in :mod:`azllm.plots`.
+"""Tables of the reports: the recipes' results (plain rows with snake_case keys) as display tables. This module
+renames keys into display labels (:data:`LABELS`, the one place a label lives), chooses and orders columns, builds
+DataFrames and formats text; it computes nothing (tests/test_tables.py reads its source and finds no arithmetic):
+medians, ratios, shares, costs and winners come from the recipes. Figures of the same results are in
+:mod:`azllm.plots`.
 
-- the corpus stage: :func:`corpus_table`, :func:`mix_table`;
-- tokenizers: :func:`tokenizer_tables`, :func:`best_summary`;
-- training: :func:`data_summary`, :func:`run_summary` (one run), :func:`compare_rows` (full vs LoRA vs QLoRA);
-- adaptation: :func:`adapt_rows`;
+- the corpus stage: :func:`corpus_table`, :func:`mix_table` (:mod:`azllm.recipes.corpus`);
+- tokenizers: :func:`tokenizer_tables`, :func:`recipe_table`, :func:`best_sentence` (:mod:`azllm.recipes.tokenizers`);
+- token files: :func:`split_table`, :func:`encoder_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`
+  (:mod:`azllm.recipes.tokens`, :mod:`azllm.bench.encoder`);
+- training: :func:`run_table` (:mod:`azllm.recipes.train`);
+- the training benchmark: :func:`variant_table`, :func:`variant_notes`, :func:`prediction_table`,
+  :func:`prediction_notes`, :func:`cost_table`, :func:`job_cost_table`, :func:`fit_table`; the GPU run's
+  closing-note lines: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines` (:mod:`azllm.recipes.benchmark`);
+- adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`adapt_table`
+  (:mod:`azllm.recipes.adapt`);
 - evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
-  :func:`before_after_table` (every run, each task before -> after);
-- token files: :func:`split_summary`, :func:`split_rows`;
-- the encoder benchmark: :func:`encoder_benchmark_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`;
-- the training benchmark: :func:`summary_table`, :func:`prediction_table`, :func:`cost_table`,
-  :func:`job_cost_table`, :func:`fit_table`; the GPU run's closing-note lines: :func:`gpu_markdown_table`,
-  :func:`gpu_job_cost_lines`.
+  :func:`before_after_table` (every run, each task before -> after), :func:`conventions_table`,
+  :func:`contamination_table` and the sentences under them (:mod:`azllm.recipes.evaluate`);
+- instruction tuning: :func:`sft_table`, :func:`samples_table` (:mod:`azllm.recipes.sft`).
 """
 
 from __future__ import annotations
 
-from . import memory as mem
-from .bench.encoder import VARIANT_LABELS
-
 __all__ = [
+    "LABELS",
+    "ENCODER_LABELS",
+    "VERDICT_MARK",
+    "ALSO_SHOWN",
+    "labelled",
+    "records",
     "corpus_table",
     "mix_table",
-    "adapt_rows",
     "tokenizer_tables",
-    "best_summary",
-    "data_summary",
-    "run_summary",
-    "compare_rows",
-    "split_summary",
-    "split_rows",
+    "recipe_table",
+    "best_sentence",
+    "split_table",
     "get_batch_row",
-    "encoder_benchmark_table",
+    "encoder_table",
     "format_encoder_benchmark",
-    "summary_table",
+    "run_table",
+    "variant_table",
+    "variant_notes",
     "prediction_table",
     "prediction_notes",
     "cost_table",
     "job_cost_table",
     "fit_table",
-    "records",
     "gpu_markdown_table",
     "gpu_job_cost_lines",
+    "adapt_tokenizer_table",
+    "extension_table",
+    "adapt_table",
     "score_rows",
     "eval_lines",
     "before_after_table",
+    "conventions_table",
+    "contamination_table",
     "ranking_sentence",
     "moved_sentence",
     "pair_sentence",
-    "sft_rows",
-    "sft_samples",
-    "ALSO_SHOWN",
-    "VERDICT_MARK",
+    "sft_table",
+    "samples_table",
 ]
 
-MB = 2**20
+LABELS = {
+    # corpus
+    "mb": "MB",
+    "kept_pct": "kept %",
+    "clean_mb": "clean MB",
+    "clean_pct": "clean %",
+    "mix_mb": "mix MB",
+    "mix_pct": "mix %",
+    # tokenizers, token files
+    "corpus_mb": "corpus MB",
+    "train_s": "train s",
+    "file_mb": "file MB",
+    "mtokens_per_s": "Mtokens/s",
+    "vs_limit": "vs limit",
+    "vs_a": "vs (a)",
+    "peak_rss_mb": "peak RSS MB",
+    "rss_growth_mb": "RSS growth MB",
+    "mtokens_per_cpu_s": "Mtokens/CPU-s",
+    # the training benchmark
+    "tokens_per_s_median": "tokens/s",
+    "tokens_per_s_min": "tokens/s min",
+    "tokens_per_s_max": "tokens/s max",
+    "speed_ratio": "speed ×",
+    "step_ms_median": "step ms",
+    "step_ms_min": "step ms min",
+    "step_ms_max": "step ms max",
+    "peak_mb_median": "peak MB",
+    "peak_mb_min": "peak MB min",
+    "peak_mb_max": "peak MB max",
+    "memory_ratio": "memory ×",
+    "reserved_mb_median": "reserved MB",
+    "loss_first": "loss first",
+    "loss_last": "loss last",
+    "weights_mb": "weights",
+    "grads_mb": "grads",
+    "optimizer_mb": "optimizer",
+    "activations_mb": "activations",
+    "logits_mb": "logits",
+    "predicted_mb": "predicted MB",
+    "measured_mb": "measured MB",
+    "predicted_over_measured": "pred/meas",
+    "usd_per_billion_tokens": "$ per 1B tokens",
+    "usd_per_billion_tokens_best": "$ (best)",
+    "usd_per_billion_tokens_worst": "$ (worst)",
+    "days_per_billion_tokens": "days per 1B tokens",
+    "price_per_hour": "price/h",
+    "tokens_per_s_per_device": "tokens/s per device",
+    "tokens_per_s_source": "tokens/s source",
+    "on_demand_usd": "on-demand $",
+    "spot_usd": "spot $",
+    "checkpoint_gb": "checkpoint GB",
+    "storage_usd": "storage $",
+    "params_m": "params (M)",
+    # adaptation
+    "vocab_size": "vocab",
+    "tokens_per_word": "tokens/word",
+    "english_tokens_changed": "English tokens changed",
+    "az_bpb_before": "az bpb before",
+    "az_bpb_after": "az bpb after",
+    "en_bpb_before": "en bpb before",
+    "en_bpb_after": "en bpb after",
+    "en_bpb_change": "en bpb change",
+    "tokens_per_s": "tokens/s",
+    "wall_s": "wall s",
+    "new_rows": "new rows",
+    # evaluation
+    "bos_token": "bos token",
+    "prepends_bos": "prepends BOS",
+    "fewshot_seed": "few-shot seed",
+    "lm_eval": "lm-eval",
+    "training_documents_removed": "training documents it would remove",
+    # instruction tuning
+    "peak_mb": "peak MB",
+    "eval_loss": "held-out loss",
+    "best_step": "best step",
+    "chrf": "chrF++",
+    "loss_share": "loss share",
+    "before_answer": "before SFT",
+    "before_chrf": "chrF++ before",
+}
+"""Display label of each result key the tables show (a key not listed shows as it is)."""
+
+ENCODER_LABELS = {
+    "a": "(a) naive list",
+    "b": "(b) per-doc encode + tofile",
+    "c": "(c) azllm encode_corpus",
+    "limit": "limit: batch encode, all cores, no writing",
+    "limit_1thread": "1 thread, encode only",
+    "hf_batch": "HF tokenizers backend, batch, all cores",
+}
+"""Display label of each encoder of :mod:`azllm.bench.encoder`."""
+
+VERDICT_MARK = {"gain": "▲", "loss": "▼", "within noise": "·", "no error estimate": "?"}
+"""How a before -> after cell marks its verdict (:mod:`azllm.evaluation.compare`)."""
+
+ALSO_SHOWN = ("acc_norm", "acc_mutual_info")
+"""The other multiple-choice measures shown beside the headline (``acc``) in a model's score table."""
+
+
+def labelled(row: dict, keys=None) -> dict:
+    """``row`` (or its ``keys``, in that order) with every key renamed to its display label."""
+    return {LABELS.get(k, k): row.get(k) for k in (row if keys is None else keys)}
+
+
+def _frame(rows: list[dict], keys=None, index=None):
+    import pandas as pd
+
+    df = pd.DataFrame([labelled(r, keys) for r in rows])
+    return df.set_index(index) if index is not None and len(df) else df
 
 
 def records(df) -> list[dict]:
-    """A DataFrame as JSON-able rows (NaN -> None), for ``metrics.json``."""
+    """A DataFrame as JSON-able rows (NaN -> None)."""
     return [
         {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
         for row in df.to_dict(orient="records")
     ]
 
 
+def _by_set(name: str, values: dict) -> dict:
+    """``{set: value}`` as columns ``"<set> <name>"`` (per eval set, by the set's own name)."""
+    return {f"{ev} {name}": v for ev, v in (values or {}).items()}
+
+
 # ---------------------------------------------------------------------------------------------------- corpus
 
 
-def corpus_table(manifest: dict, unit: str = "docs"):
-    """Per source (and in total): input, what each step removed, and what was kept, in documents (``docs``) or
-    MB (``bytes``); the last column is the share kept."""
+def corpus_table(rows: list[dict], unit: str = "docs"):
+    """:func:`azllm.recipes.corpus.removal_rows` in documents (``docs``) or MB (``mb``): per source, the input,
+    what each step removed, what was kept and the share kept."""
     import pandas as pd
 
-    from .corpus.pipeline import STEPS
-
-    rows = {}
-    for src, c in manifest["counts"]["by_source"].items():
-        scale = 1 if unit == "docs" else 1e6
-        row = {"input": c.get(f"input_{unit}", 0) / scale}
-        row.update({step: c.get(f"{step}_{unit}", 0) / scale for step in STEPS})
-        row["kept"] = c.get(f"kept_{unit}", 0) / scale
-        row["kept %"] = 100 * row["kept"] / row["input"] if row["input"] else 0.0
-        rows[src] = row
-    df = pd.DataFrame(rows).T
-    df = df.loc[[i for i in df.index if i != "total"] + (["total"] if "total" in df.index else [])]
+    df = pd.DataFrame({r["source"]: labelled(r[unit]) for r in rows}).T
     return df.round(0 if unit == "docs" else 3)
 
 
-def mix_table(manifest: dict, mix: dict):
-    """Per source: share of the cleaned corpus, the mix rate (copies per document) and share of the mix."""
-    import pandas as pd
-
-    by = {k: v for k, v in manifest["counts"]["by_source"].items() if k != "total"}
-    clean_total = sum(v.get("kept_bytes", 0) for v in by.values()) or 1
-    mix_total = sum(v["bytes"] for v in mix["counts"].values()) or 1
-    rows = {
-        s: {
-            "clean MB": by[s].get("kept_bytes", 0) / 1e6,
-            "clean %": 100 * by[s].get("kept_bytes", 0) / clean_total,
-            "rate": mix["rates"].get(s, 0.0),
-            "mix MB": mix["counts"].get(s, {}).get("bytes", 0) / 1e6,
-            "mix %": 100 * mix["counts"].get(s, {}).get("bytes", 0) / mix_total,
-        }
-        for s in sorted(by)
-    }
-    return pd.DataFrame(rows).T.round(3)
+def mix_table(rows: list[dict]):
+    """:func:`azllm.recipes.corpus.mix_rows` by source."""
+    return _frame(rows, ("source", "clean_mb", "clean_pct", "rate", "mix_mb", "mix_pct"), "source").round(3)
 
 
 # -------------------------------------------------------------------------------------------------- tokenizers
@@ -134,139 +230,35 @@ def tokenizer_tables(rows: list[dict]) -> dict:
     return {ev: table.loc[ev][cols].sort_values("fertility") for ev in dict.fromkeys(r["eval_set"] for r in rows)}
 
 
-def best_summary(rows: list[dict], best: dict, eval_sets, vocab_size: int) -> dict:
-    """The best tokenizer's name, vocabulary size and fertility on the set it was chosen on and on every set."""
-    out = {
-        "best": best["tokenizer"],
-        "best_vocab_size": vocab_size,
-        "best_fertility": best["fertility"],
-        "selected_on": best["eval_set"],
-    }
-    for ev in eval_sets:
-        r = next(x for x in rows if x["tokenizer"] == best["tokenizer"] and x["eval_set"] == ev)
-        out[f"best_fertility_{ev}"] = r["fertility"]
-    return out
+def recipe_table(rows: list[dict]):
+    """:func:`azllm.recipes.tokenizers.recipe_table` by step: corpus MB, training seconds, then fertility and
+    round trip per eval set."""
+    import pandas as pd
+
+    flat = []
+    for r in rows:
+        row = labelled(r, ("step", "corpus_mb", "train_s"))
+        for ev in r["fertility"]:
+            row.update({f"{ev} fertility": r["fertility"][ev], f"{ev} roundtrip": r["roundtrip"].get(ev)})
+        flat.append(row)
+    return pd.DataFrame(flat).set_index("step")
 
 
-# --------------------------------------------------------------------------------------------------- training
-
-
-def data_summary(data: dict, train_bytes_per_token: float) -> dict:
-    """The run's tokenizer and token files (:func:`azllm.recipes.tokens.prepare_data`) in one row."""
-    enc = data["encode"]
-    return {
-        "tokenizer_vocab": data["tokenizer"].vocab_size,
-        "train_tokens": enc["train_tokens"],
-        "val_tokens": enc["val_tokens"],
-        "train_bytes_per_token": round(train_bytes_per_token, 3),
-        "dev_sets": ", ".join(data["dev"]) or "none",
-    }
-
-
-def run_summary(result: dict) -> dict:
-    """The numbers of one :func:`run_training` result that the report shows and records, flat: method, parameters,
-    steps, time, tokens/s, step time, peak memory (RSS; CUDA allocated/reserved on a GPU), Liger flags, the first
-    evaluated val loss and the final loss/ppl/bpb of every eval set (``final_<set>_<metric>``)."""
-    thr = result["throughput"]
-    ev = result["curves"]["eval"]
-    out = {
-        "method": result["method"],
-        "source": result["source"],
-        "main_parameters": result["parameters"]["total"],
-        "main_trainable": result["parameters"]["trainable"],
-        "main_steps": result["steps"],
-        "train_seconds": round(result["seconds"], 1),
-        "tokens_per_s": round(thr["tokens_per_s"] or 0, 1),
-        "step_time_s": thr["step_time_s"],
-        "peak_rss_mb": thr["peak_rss_mb"],
-        **{k: thr[k] for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb") if k in thr},
-        "liger_requested": result["liger"]["requested"],
-        "liger_applied": result["liger"]["applied"],
-        "liger_reason": result["liger"]["reason"],
-    }
-    if ev.get("val"):
-        out.update(first_val_loss=ev["val"][0]["loss"], first_val_step=ev["val"][0]["step"])
-    out.update({f"final_{name}_{m}": v for name, f in result["final"].items() for m, v in f.items()})
-    return out
-
-
-def compare_rows(runs: list[dict]) -> list[dict]:
-    """One row per comparison run (:func:`azllm.bench.methods.compare_methods`): trainable/total parameters,
-    tokens/s, step time,
-    peak memory and the final val loss and bpb."""
-    rows = []
-    for r in runs:
-        t = r["throughput"]
-        rows.append(
-            {
-                "method": r["method"],
-                "trainable": r["parameters"]["trainable"],
-                "total": r["parameters"]["total"],
-                "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
-                "step_time_s": round(t["step_time_s"] or 0, 4),
-                "peak_rss_mb": t["peak_rss_mb"],
-                **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
-                "val_loss": round(r["final"]["val"]["loss"], 4),
-                "val_bpb": round(r["final"]["val"]["bpb"], 4),
-            }
-        )
-    return rows
-
-
-# ------------------------------------------------------------------------------------------------ adaptation
-
-
-def adapt_rows(results: list[dict], fertility: dict[str, float]) -> list[dict]:
-    """One row per adaptation run (:func:`azllm.recipes.adapt.adapt_run`): tokens per word of its tokenizer on the
-    run's Azerbaijani set (``az_set``, whatever its name), Azerbaijani and English (``en_set``) bits per byte before
-    the first step and after the last, tokens/s and wall time."""
-    rows = []
-    for r in results:
-        ev, az, en = r["curves"]["eval"], r["az_set"], r["en_set"]
-        rows.append(
-            {
-                "way": r["way"],
-                "method": r["method"],
-                "vocab": r["vocab_size"],
-                "tokens/word": fertility[r["way"]],
-                "az bpb before": ev[az][0]["bpb"],
-                "az bpb after": r["final"][az]["bpb"],
-                "en bpb before": ev[en][0]["bpb"],
-                "en bpb after": r["final"][en]["bpb"],
-                "tokens/s": r["throughput"]["tokens_per_s"],
-                "wall s": r["seconds"],
-                "trainable": r["parameters"]["trainable"],
-                "new rows": r["new_rows"],
-            }
-        )
-    return rows
+def best_sentence(best: dict) -> str:
+    """The best tokenizer of :func:`azllm.recipes.tokenizers.best_summary` and its target, in words."""
+    return (
+        f"best {best['best_vocab_size']}-piece tokenizer: {best['best']}, fertility on {best['selected_on']} = "
+        f"{best['best_fertility']:.3f} (target <= {best['fertility_target']:.2f}: "
+        f"{'reached' if best['target_reached'] else 'not reached'})"
+    )
 
 
 # ------------------------------------------------------------------------------------------------- token files
 
 
-def split_summary(enc: dict) -> dict:
-    """Documents and tokens per split of :func:`azllm.tokens.encode_corpus`'s result, and the val shares."""
-    out = {k: enc[k] for k in ("train_docs", "val_docs", "train_tokens", "val_tokens", "skipped", "dtype")}
-    out["val_share_of_docs"] = enc["val_docs"] / (enc["train_docs"] + enc["val_docs"])
-    out["val_share_of_tokens"] = enc["val_tokens"] / (enc["train_tokens"] + enc["val_tokens"])
-    return out
-
-
-def split_rows(enc: dict) -> list[dict]:
-    """One row per split: documents, tokens, file size."""
-    return [
-        {
-            "split": s,
-            "documents": enc[f"{s}_docs"],
-            "tokens": enc[f"{s}_tokens"],
-            "file MB": enc[s].stat().st_size / 1e6,
-        }
-        for s in ("train", "val")
-    ]
-
-
-# ------------------------------------------------------------------------------------------- encoder benchmark
+def split_table(rows: list[dict]):
+    """:func:`azllm.recipes.tokens.split_rows` by split."""
+    return _frame(rows, ("split", "documents", "tokens", "file_mb"), "split")
 
 
 def get_batch_row(g: dict) -> dict:
@@ -281,273 +273,169 @@ def get_batch_row(g: dict) -> dict:
     }
 
 
-def encoder_benchmark_table(res: dict) -> list[dict]:
-    """The encoder benchmark's medians as rows (for a DataFrame)."""
-    rows = []
-    lim = res["variants"]["limit@1"]["tokens_per_s"]
-    a = {s: res["variants"].get(f"a@{s}", {}).get("tokens_per_s") for s in (1, res["scale"])}
-    for k, m in res["variants"].items():
-        v, s = k.split("@")
-        rows.append(
-            {
-                "variant": VARIANT_LABELS.get(v, v),
-                "scale": f"{s}x",
-                "Mtokens/s": m["tokens_per_s"] / 1e6,
-                "vs limit": m["tokens_per_s"] / lim,
-                "vs (a)": m["tokens_per_s"] / a[int(s)] if a.get(int(s)) else None,
-                "seconds": m["seconds"],
-                "peak RSS MB": m["peak_rss_mb"],
-                "RSS growth MB": m["rss_growth_mb"],
-                "tokens": int(m["tokens"]),
-                "Mtokens/CPU-s": m["tokens_per_cpu_s"] / 1e6,
-            }
-        )
-    return rows
+ENCODER_COLUMNS = (
+    "variant",
+    "scale",
+    "mtokens_per_s",
+    "vs_limit",
+    "vs_a",
+    "seconds",
+    "peak_rss_mb",
+    "rss_growth_mb",
+    "tokens",
+    "mtokens_per_cpu_s",
+)
+
+
+def encoder_table(rows: list[dict]):
+    """:func:`azllm.bench.encoder.variant_rows`: each encoder by its label, the scale as ``<n>x``."""
+    shown = [{**r, "variant": ENCODER_LABELS.get(r["variant"], r["variant"]), "scale": f"{r['scale']}x"} for r in rows]
+    return _frame(shown, ENCODER_COLUMNS)
 
 
 def format_encoder_benchmark(res: dict) -> str:
-    """A plain-text table of the encoder benchmark's medians and ratios (for the terminal)."""
+    """A plain-text table of the encoder benchmark's medians and ratios (:func:`azllm.bench.encoder.benchmark`'s
+    result: its ``rows`` of :func:`azllm.bench.encoder.variant_rows`), for the terminal."""
     lines = [
         f"{'variant':44s} {'scale':>5s} {'Mtok/s':>7s} {'vs lim':>6s} {'vs (a)':>6s} {'sec':>7s} "
         f"{'peakRSS':>8s} {'growth':>7s} {'Mtok/CPU-s':>10s}"
     ]
-    for r in encoder_benchmark_table(res):
-        va = f"{r['vs (a)']:.2f}" if r["vs (a)"] is not None else "-"
+    for r in res["rows"]:
+        va = f"{r['vs_a']:.2f}" if r["vs_a"] is not None else "-"
         lines.append(
-            f"{r['variant']:44s} {r['scale']:>5s} {r['Mtokens/s']:7.2f} {r['vs limit']:6.2f} {va:>6s} "
-            f"{r['seconds']:7.2f} {r['peak RSS MB']:8.0f} {r['RSS growth MB']:7.0f} "
-            f"{r['Mtokens/CPU-s']:10.2f}"
+            f"{ENCODER_LABELS.get(r['variant'], r['variant']):44s} {str(r['scale']) + 'x':>5s} "
+            f"{r['mtokens_per_s']:7.2f} {r['vs_limit']:6.2f} {va:>6s} {r['seconds']:7.2f} {r['peak_rss_mb']:8.0f} "
+            f"{r['rss_growth_mb']:7.0f} {r['mtokens_per_cpu_s']:10.2f}"
         )
     lines.append("")
-    lines += [f"{k:34s} {v:.3f}" for k, v in res["ratios"].items()]
+    lines.extend(f"{k:34s} {v:.3f}" for k, v in res["ratios"].items())
     g = res["get_batch"]
     lines.append(
         f"get_batch({g['batch_size']}, {g['block_size']}): {g['get_batch_ms']:.3f} ms "
-        f"({g['batches_per_s']:.0f} batches/s, {g['batch_tokens_per_s'] / 1e6:.1f} Mtok/s); "
+        f"({g['batches_per_s']:.0f} batches/s, {g['batch_mtokens_per_s']:.1f} Mtok/s); "
         f"train step {g['train_step_ms']:.1f} ms ({g['model']}); share {g['get_batch_share_of_step']:.2%}"
     )
     la = res.get("load_avg_1min") or [None, None]
     if la[0] is not None:
-        lines.append(
-            f"load average (1 min) before/after: {la[0]:.1f} / {la[1]:.1f} on {res['machine'].get('cpu_count')} cores"
-        )
+        cores = res.get("machine", {}).get("cpu_count")
+        lines.append(f"load average (1 min) before/after: {la[0]:.1f} / {la[1]:.1f} on {cores} cores")
     lines.append("targets: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in res["targets"].items()))
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------------------------------- training
+
+
+def run_table(row: dict):
+    """One run of :func:`azllm.recipes.train.run_summary` as a column (``main run``), the final numbers per eval
+    set left to their own table."""
+    import pandas as pd
+
+    return pd.DataFrame({"main run": {k: v for k, v in row.items() if k != "final"}})
+
+
 # ------------------------------------------------------------------------------------------ training benchmark
 
-
-def _median(xs) -> float | None:
-    import statistics
-
-    xs = [x for x in (xs or []) if x is not None]
-    return float(statistics.median(xs)) if xs else None
-
-
-def _spread(xs) -> tuple[float | None, float | None, float | None]:
-    xs = [x for x in (xs or []) if x is not None]
-    return (_median(xs), min(xs), max(xs)) if xs else (None, None, None)
-
-
-def summary_table(bench: dict):
-    """One row per variant: status, tokens/s and step time and peak memory (median, min, max), loss after N
-    steps, and ratios against the ``baseline`` variant (or the first variant that ran)."""
-    import pandas as pd
-
-    rows = []
-    for r in bench["results"]:
-        tps, tmin, tmax = _spread(r.get("tokens_per_s"))
-        st, smin, smax = _spread(r.get("step_s"))
-        pk, pmin, pmax = _spread(r.get("peak_mb"))
-        row = {
-            "variant": r["variant"],
-            "status": r["status"],
-            "tokens/s": tps,
-            "tokens/s min": tmin,
-            "tokens/s max": tmax,
-            "step ms": st and st * 1e3,
-            "step ms min": smin and smin * 1e3,
-            "step ms max": smax and smax * 1e3,
-            "peak MB": pk,
-            "peak MB min": pmin,
-            "peak MB max": pmax,
-            "loss first": r.get("loss_first"),
-            "loss last": r.get("loss_last"),
-            "trainable": r.get("trainable"),
-            "load": r.get("load_end"),
-            "note": r.get("reason", ""),
-        }
-        if r.get("reserved_mb"):
-            row["reserved MB"] = _median(r["reserved_mb"])
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    ok = df[df.status == "ok"]
-    base = ok[ok.variant == "baseline"] if (ok.variant == "baseline").any() else ok.head(1)
-    if len(base):
-        df["speed ×"] = df["tokens/s"] / float(base["tokens/s"].iloc[0])
-        df["memory ×"] = df["peak MB"] / float(base["peak MB"].iloc[0])
-    return df
+VARIANT_COLUMNS = (
+    "variant",
+    "status",
+    "tokens_per_s_median",
+    "tokens_per_s_min",
+    "tokens_per_s_max",
+    "speed_ratio",
+    "step_ms_median",
+    "step_ms_min",
+    "step_ms_max",
+    "peak_mb_median",
+    "peak_mb_min",
+    "peak_mb_max",
+    "memory_ratio",
+    "loss_first",
+    "loss_last",
+    "trainable",
+    "load",
+)
 
 
-def prediction_table(bench: dict):
-    """Predicted (memory model, by component) next to measured peak, in MiB, for every variant that ran."""
-    import pandas as pd
-
-    rows = []
-    for r in bench["results"]:
-        p = r["predicted"]
-        row = {"variant": r["variant"], "status": r["status"]}
-        for k in ("weights", "grads", "optimizer", "activations", "logits"):
-            row[k] = p[k] / MB
-        row["predicted MB"] = p["total"] / MB
-        row["measured MB"] = _median(r.get("peak_mb"))
-        row["pred/meas"] = row["predicted MB"] / row["measured MB"] if row["measured MB"] else None
-        rows.append(row)
-    return pd.DataFrame(rows)
+def variant_table(rows: list[dict]):
+    """:func:`azllm.recipes.benchmark.variant_rows`, every variant (one that did not run shows "—"); the reserved
+    CUDA memory where it was measured."""
+    reserved = any(r.get("reserved_mb_median") is not None for r in rows)
+    return _frame(rows, [*VARIANT_COLUMNS, *(["reserved_mb_median"] if reserved else [])])
 
 
-def prediction_notes(pred) -> tuple[float | None, list[str]]:
-    """The memory model's largest relative error over the measured variants, and what the baseline's predicted
-    peak is made of, in plain sentences."""
-    ran = pred[pred["pred/meas"].notna()]
-    worst = float((ran["pred/meas"] - 1).abs().max()) if len(ran) else None
+def variant_notes(rows: list[dict]) -> str:
+    """The variants that did not run and why, as a Markdown list ("" when every variant ran)."""
+    out = [f"- `{r['variant']}`: {r['status']} — {r['note']}" for r in rows if r["status"] != "ok"]
+    return "**Not run here:**\n\n" + "\n".join(out) if out else ""
+
+
+def prediction_table(rows: list[dict]):
+    """:func:`azllm.recipes.benchmark.prediction_rows`: the memory model by component next to the measured peak
+    (MiB)."""
+    return _frame(rows)
+
+
+def prediction_notes(summary: dict) -> list[str]:
+    """:func:`azllm.recipes.benchmark.prediction_summary` in plain sentences: the largest relative error, and what
+    the baseline's predicted peak is made of."""
+    worst = summary["max_rel_pred_error"]
     out = [
-        f"largest relative error over {len(ran)} measured variants: "
+        f"largest relative error over {summary['n_measured']} measured variants: "
         + (f"{worst:.1%}" if worst is not None else "none measured")
     ]
-    base = pred[pred.variant == "baseline"]
-    if len(base):
-        b = base.iloc[0]
+    b = summary.get("baseline")
+    if b:
         out.append(
             f"baseline: the loss head (B×T×V logits in fp32 and their gradients) is "
-            f"{b['logits'] / b['predicted MB']:.0%} of the predicted peak ({b['logits']:.0f} of "
-            f"{b['predicted MB']:.0f} MiB): the part fused linear cross-entropy removes; weights + optimizer "
-            f"states are {(b['weights'] + b['optimizer']) / b['predicted MB']:.0%}, the part LoRA, QLoRA and "
-            "8-bit optimizers shrink"
+            f"{b['logits_share']:.0%} of the predicted peak ({b['logits_mb']:.0f} of "
+            f"{b['predicted_mb']:.0f} MiB): the part fused linear cross-entropy removes; weights + optimizer "
+            f"states are {b['weights_optimizer_share']:.0%}, the part LoRA, QLoRA and 8-bit optimizers shrink"
         )
-    return worst, out
+    return out
 
 
-def cost_table(bench: dict, price_per_hour: float, label: str = ""):
-    """Dollars per 10**9 training tokens per variant at the measured median (and min–max) throughput."""
+def cost_table(rows: list[dict]):
+    """:func:`azllm.recipes.benchmark.cost_rows`: dollars per billion tokens per variant."""
+    return _frame(rows)
+
+
+def job_cost_table(rows: list[dict]):
+    """:func:`azllm.recipes.benchmark.job_cost_rows`: the whole job per variant."""
+    return _frame(rows)
+
+
+def fit_table(rows: list[dict]):
+    """:func:`azllm.recipes.benchmark.fit_rows`, the largest batch at each sequence length as ``batch@<seq>``."""
     import pandas as pd
 
-    rows = []
-    for r in bench["results"]:
-        m, lo, hi = _spread(r.get("tokens_per_s"))
-        rows.append(
-            {
-                "variant": r["variant"],
-                "status": r["status"],
-                "tokens/s": m,
-                "$ per 1B tokens": mem.cost_per_billion_tokens(m, price_per_hour) if m else None,
-                "$ (best)": mem.cost_per_billion_tokens(hi, price_per_hour) if hi else None,
-                "$ (worst)": mem.cost_per_billion_tokens(lo, price_per_hour) if lo else None,
-                "days per 1B tokens": 1e9 / m / 86400 if m else None,
-                "price/h": price_per_hour,
-                "instance": label,
-            }
-        )
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{LABELS.get(k, k.replace("batch_at_", "batch@")): v for k, v in r.items()} for r in rows])
 
 
-def job_cost_table(
-    bench: dict,
-    *,
-    tokens: float,
-    instance: str,
-    gpus_per_instance: int,
-    instances: int,
-    price_per_hour: float,
-    spot_price_per_hour: float,
-    tokens_per_s: float | None,
-    keep_checkpoints: int,
-    storage_price_gb_month: float,
-):
-    """The cost of a whole job per variant (:func:`azllm.memory.job_cost`): the measured median tokens/s of one
-    device (or the planned ``tokens_per_s``) x devices, on-demand vs spot, plus checkpoint storage. A checkpoint
-    holds the trainable weights and their AdamW states (adapters only for LoRA/QLoRA; the memory model's sizes)."""
-    import pandas as pd
-
-    rows = []
-    for r in bench["results"]:
-        tps = tokens_per_s or _median(r.get("tokens_per_s"))
-        if not tps:
-            continue
-        p = r["predicted"]
-        adapters = r["spec"].get("lora") if r.get("spec") else False
-        ckpt = mem.checkpoint_bytes(p, adapters=bool(adapters), trainable=r.get("trainable") or 0)
-        c = mem.job_cost(
-            tokens=tokens,
-            tokens_per_s=tps * gpus_per_instance * instances,
-            instances=instances,
-            price_per_hour=price_per_hour,
-            spot_price_per_hour=spot_price_per_hour,
-            checkpoint_bytes=ckpt,
-            keep_checkpoints=keep_checkpoints,
-            storage_price_gb_month=storage_price_gb_month,
-        )
-        rows.append(
-            {
-                "variant": r["variant"],
-                "tokens/s per device": tps,
-                "tokens/s source": "planned" if tokens_per_s else f"measured on {bench['device']}",
-                "instance": f"{instances} x {instance}",
-                "hours": c["hours"],
-                "on-demand $": c["on_demand"],
-                "spot $": c["spot"],
-                "checkpoint GB": c["checkpoint_gb"],
-                "storage $": c["storage"],
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def fit_table(
-    models: dict,
-    variants: list,
-    *,
-    budgets_gb: list[float],
-    seq_lens: list[int],
-    reserve_gb: float,
-    device: str = "cuda",
-):
-    """The fit planner (:func:`azllm.memory.fit_plan`) for every model (``{name: LlamaConfig}``) and variant."""
-    import pandas as pd
-
-    frames = []
-    for mname, cfg in models.items():
-        rows = mem.fit_plan(cfg, variants, budgets_gb, seq_lens, reserve_gb=reserve_gb, device=device)
-        for r in rows:
-            r["model"] = mname
-            r["params (M)"] = mem.parameter_count(cfg)["total"] / 1e6
-        frames.append(pd.DataFrame(rows))
-    df = pd.concat(frames, ignore_index=True)
-    return df[["model", "params (M)"] + [c for c in df.columns if c not in ("model", "params (M)")]]
+def _md_num(x, fmt="{:.0f}") -> str:
+    return "–" if x is None else fmt.format(x)
 
 
 def gpu_markdown_table(metrics: dict) -> str:
     """The measured table of the run (from its metrics.json) as Markdown, for a closing note."""
-    rows = metrics["metrics"]["benchmark"]["variants"]
-    pred = {r["variant"]: r for r in metrics["metrics"]["benchmark"]["predicted_vs_measured"]}
-
-    def f(x, fmt="{:.0f}"):
-        return "–" if x is None else fmt.format(x)
-
+    b = metrics["metrics"]["benchmark"]
+    pred = {r["variant"]: r for r in b["predicted_vs_measured"]}
+    f = _md_num
     out = [
         "| variant | status | tokens/s (min–max) | speed × | step ms | peak MiB (min–max) | memory × | "
         "predicted MiB | loss first → last |",
-        "|" + "---|" * 9,
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in b["variants"]:
         p = pred.get(r["variant"], {})
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r['note'] or '')[:80]}"
         out.append(
-            f"| {r['variant']} | {r['status'] if r['status'] == 'ok' else r['status'] + ': ' + (r['note'] or '')[:80]} "
-            f"| {f(r['tokens/s'])} ({f(r['tokens/s min'])}–{f(r['tokens/s max'])}) | {f(r.get('speed ×'), '{:.2f}')} "
-            f"| {f(r['step ms'])} | {f(r['peak MB'])} ({f(r['peak MB min'])}–{f(r['peak MB max'])}) "
-            f"| {f(r.get('memory ×'), '{:.2f}')} | {f(p.get('predicted MB'))} "
-            f"| {f(r['loss first'], '{:.3f}')} → {f(r['loss last'], '{:.3f}')} |"
+            f"| {r['variant']} | {status} "
+            f"| {f(r['tokens_per_s_median'])} ({f(r['tokens_per_s_min'])}–{f(r['tokens_per_s_max'])}) "
+            f"| {f(r['speed_ratio'], '{:.2f}')} | {f(r['step_ms_median'])} "
+            f"| {f(r['peak_mb_median'])} ({f(r['peak_mb_min'])}–{f(r['peak_mb_max'])}) "
+            f"| {f(r['memory_ratio'], '{:.2f}')} | {f(p.get('predicted_mb'))} "
+            f"| {f(r['loss_first'], '{:.3f}')} → {f(r['loss_last'], '{:.3f}')} |"
         )
     return "\n".join(out)
 
@@ -559,16 +447,69 @@ def gpu_job_cost_lines(metrics: dict) -> str:
     out = [f"job: {job.get('tokens', 0):.3g} tokens on {job.get('instances')} x {job.get('instance')}"]
     for r in b.get("job_cost") or []:
         out.append(
-            f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on-demand $']:,.0f}  "
-            f"spot ${r['spot $']:,.0f}  checkpoints ${r['storage $']:.2f}  ({r['tokens/s source']})"
+            f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on_demand_usd']:,.0f}  "
+            f"spot ${r['spot_usd']:,.0f}  checkpoints ${r['storage_usd']:.2f}  ({r['tokens_per_s_source']})"
         )
     return "\n".join(out)
 
 
-# ------------------------------------------------------------------------------------------------ evaluation
+# ------------------------------------------------------------------------------------------------ adaptation
 
-VERDICT_MARK = {"gain": "▲", "loss": "▼", "within noise": "·", "no error estimate": "?"}
-"""How a before -> after cell marks its verdict (:mod:`azllm.evaluation.compare`)."""
+
+def adapt_tokenizer_table(rows: list[dict]):
+    """:func:`azllm.recipes.adapt.tokenizer_rows` by way: tokens per word per eval set as ``tokens/word <set>``."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                **labelled(r, ("way", "vocab_size")),
+                **{f"tokens/word {ev}": v for ev, v in r["tokens_per_word"].items()},
+                **labelled(r, ("english_tokens_changed",)),
+            }
+            for r in rows
+        ]
+    ).set_index("way")
+
+
+def extension_table(rows: list[dict]):
+    """:func:`azllm.recipes.adapt.extension_table`: fertility and round trip per eval set as columns."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                **{k: v for k, v in r.items() if k not in ("fertility", "roundtrip")},
+                **_by_set("fertility", r.get("fertility")),
+                **_by_set("roundtrip", r.get("roundtrip")),
+            }
+            for r in rows
+        ]
+    )
+
+
+ADAPT_COLUMNS = (
+    "way",
+    "method",
+    "vocab_size",
+    "tokens_per_word",
+    "az_bpb_before",
+    "az_bpb_after",
+    "en_bpb_before",
+    "en_bpb_after",
+    "tokens_per_s",
+    "wall_s",
+    "trainable",
+    "new_rows",
+)
+
+
+def adapt_table(rows: list[dict]):
+    """:func:`azllm.recipes.adapt.run_row` per run, by way and method."""
+    return _frame(rows, ADAPT_COLUMNS).set_index(["way", "method"])
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
 
 
 def score_rows(res: dict) -> list[dict]:
@@ -588,10 +529,6 @@ def score_rows(res: dict) -> list[dict]:
         for name, t in res["tasks"].items()
         if not name.startswith("mmlu_en_")
     ]
-
-
-ALSO_SHOWN = ("acc_norm", "acc_mutual_info")
-"""The other multiple-choice measures shown beside the headline (``acc``) in a model's score table."""
 
 
 def eval_lines(res: dict) -> list[str]:
@@ -616,8 +553,18 @@ def before_after_table(rows: list[dict], tasks: list[str]) -> list[dict]:
             continue
         row = out.setdefault((r["way"], r["method"]), {"way": r["way"], "method": r["method"]})
         row[r["task"]] = f"{r['before']:.3f} → {r['after']:.3f} (±{r['delta_se']:.3f}) {VERDICT_MARK[r['verdict']]}"
-        row.update({"az bpb after": r["az_bpb_after"], "tokens/s": r["tokens_per_s"], "wall s": r["seconds"]})
+        row.update(labelled({**r, "wall_s": r["seconds"]}, ("az_bpb_after", "tokens_per_s", "wall_s")))
     return list(out.values())
+
+
+def conventions_table(rows: list[dict]):
+    """:func:`azllm.recipes.evaluate.conventions` by model."""
+    return _frame(rows, None, "model")
+
+
+def contamination_table(rows: list[dict]):
+    """:func:`azllm.recipes.evaluate.contamination` by evaluation set."""
+    return _frame(rows, None, "set")
 
 
 def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
@@ -669,9 +616,10 @@ def moved_sentence(moved: dict) -> str:
         else "No English measure moves beyond the noise either."
     )
     for t in moved["to_signal"]:
+        fall = t.get("az_bpb_fall_per_100_steps")
         slope = (
-            f"; its Azerbaijani bits per byte still fell {-t['az_bpb_per_100_steps']:.3f} per 100 steps at the end"
-            if t["az_bpb_per_100_steps"] is not None and t["az_bpb_per_100_steps"] < 0
+            f"; its Azerbaijani bits per byte still fell {fall:.3f} per 100 steps at the end"
+            if fall is not None
             else ""
         )
         s += (
@@ -703,41 +651,25 @@ def pair_sentence(rows: list[dict], z: float = 1.96) -> str:
 # ------------------------------------------------------------------------------------------------- instruction tuning
 
 
-def sft_rows(results: list[dict]) -> list[dict]:
-    """One row per SFT run (:func:`azllm.recipes.sft.sft_run` / ``sft_job``): method, packing, steps, real tokens/s,
-    peak memory (CPU RSS or CUDA allocated), held-out loss on assistant tokens (the best checkpoint's), its step,
-    chrF++ of the held-out answers, trainable parameters, loss-carrying share of the training tokens."""
-    rows = []
-    for r in results:
-        t = r["throughput"]
-        rows.append(
-            {
-                "method": r["method"],
-                "packing": "on" if r["packing"] else "off",
-                "steps": r["steps"],
-                "tokens/s": t.get("tokens_per_s"),
-                "peak MB": t.get("cuda_max_allocated_mb", t.get("peak_rss_mb")),
-                "held-out loss": r["eval_loss"],
-                "best step": r["best_step"],
-                "chrF++": r.get("chrf++"),
-                "trainable": r["parameters"]["trainable"],
-                "loss share": r["mask"]["share"],
-                "wall s": r["seconds"],
-            }
-        )
-    return rows
+def sft_table(rows: list[dict]):
+    """:func:`azllm.recipes.sft.run_row` per run: packing shown as on / off."""
+    return _frame([{**r, "packing": "on" if r["packing"] else "off"} for r in rows])
 
 
-def sft_samples(answers: dict, n: int, before: dict | None = None) -> list[dict]:
-    """The first ``n`` held-out answers next to their references, with their chrF++ (and, given ``before``, the
-    base's answer to the same instruction before SFT)."""
-    rows = []
-    for i, a in enumerate(answers["rows"][:n]):
-        row = {"instruction": a["prompt"]}
-        if before is not None:
-            b = before["rows"][i]
-            if b["prompt"] != a["prompt"]:
-                raise ValueError(f"answer {i}: the base's and the SFT model's held-out instructions differ")
-            row.update({"before SFT": b["answer"], "chrF++ before": b["chrf++"]})
-        rows.append({**row, "answer": a["answer"], "chrF++": a["chrf++"], "reference": a["reference"]})
-    return rows
+def samples_table(rows: list[dict]):
+    """:func:`azllm.recipes.sft.samples`: the held-out answers next to their references (and the base's answers)."""
+    return _frame(rows)
+
+
+def distill_sentence(v: dict) -> str:
+    """The sentence under the students' table: the KD student's Azerbaijani bits per byte against the cross-entropy
+    student's and the teacher's (:func:`azllm.recipes.distill.bpb_verdict`)."""
+    if not v:
+        return "No cross-entropy baseline was trained (`distill.baseline: false`)."
+    closed = f", {v['gap_closed']:.0%} of the gap to the teacher closed" if v.get("gap_closed") is not None else ""
+    better = "lower (better)" if v["kd_minus_ce"] < 0 else "not lower"
+    return (
+        f"On {v['az_set']}, the distilled student reaches {v['kd_bpb']:.3f} bits per byte against "
+        f"{v['ce_bpb']:.3f} for the same student on cross-entropy alone ({better}: {v['kd_minus_ce']:+.3f}{closed}); "
+        f"the teacher {v['teacher_bpb']:.3f}. Whether that carries to the tasks is the paired table below."
+    )

@@ -252,6 +252,7 @@ def run_training(
     info: dict | None = None,
     callbacks: list | tuple = (),
     progress: bool = True,
+    loss_fn=None,
 ) -> dict:
     """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
 
@@ -263,7 +264,9 @@ def run_training(
     writes to ``output_dir/runs/``); ``rows_only_steps`` is a two-stage schedule for adapters: the first steps
     update only the trainable token rows (:class:`RowsFirstCallback`), then LoRA's matrices join; ``fsdp`` /
     ``fsdp_config`` shard through the Trainer (``fsdp_config`` keys as in transformers', over ``{"version": 2}``);
-    a launch that accelerate runs as plain data parallel anyway (CPU) is warned about.
+    a launch that accelerate runs as plain data parallel anyway (CPU) is warned about. ``loss_fn``: a loss of the
+    run's own, ``loss_fn(model, inputs) -> loss`` in place of the model's (distillation: :class:`azllm.distill.
+    DistillLoss`), in training and evaluation, seen by the non-finite check like the model's own.
 
     Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
     -> final evaluation -> final model folder -> ``results.json``.
@@ -283,7 +286,7 @@ def run_training(
     }
     world = int(os.environ.get("WORLD_SIZE", "1"))
     trainer, (safety, throughput, stop) = _trainer(
-        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress
+        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn
     )
     ck = latest_checkpoint(out) if spec.resume else None
     malloc = keep_freed_memory() if not torch.cuda.is_available() else False
@@ -342,7 +345,16 @@ def run_training(
 
 
 def _trainer(
-    model, spec: TrainSpec, tokenizer, train_file, eval_info: dict, out: Path, world: int, callbacks, progress: bool
+    model,
+    spec: TrainSpec,
+    tokenizer,
+    train_file,
+    eval_info: dict,
+    out: Path,
+    world: int,
+    callbacks,
+    progress: bool,
+    loss_fn=None,
 ):
     """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
     progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
@@ -369,9 +381,20 @@ def _trainer(
         dict(lr=spec.lr, weight_decay=spec.weight_decay, betas=tuple(spec.betas)),
         fsdp=spec.fsdp,
     )
+    if loss_fn is not None:
+        trainer.compute_loss = functools.partial(_own_loss, loss_fn, safety)
     if progress:
         trainer.add_callback(ProgressBarCallback())
     return trainer, (safety, throughput, stop)
+
+
+def _own_loss(loss_fn, safety, model, inputs, return_outputs=False, num_items_in_batch=None):
+    """The Trainer's ``compute_loss`` for a run with its own loss (``loss_fn(model, inputs)``, e.g.
+    :class:`azllm.distill.DistillLoss`): the non-finite check sees every training loss, as the forward hook does."""
+    loss = loss_fn(model, inputs)
+    if model.training:
+        safety.observe(loss)
+    return (loss, {}) if return_outputs else loss
 
 
 def _training_arguments(out: Path, spec: TrainSpec, *, world: int, n_params: int | None = None):

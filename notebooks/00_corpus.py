@@ -65,9 +65,10 @@ print(
 # Documents, then MB, per source. Steps run in the column order; a document counts in the first step that drops it.
 
 # %%
-docs_table, mb_table = tables.corpus_table(manifest, "docs"), tables.corpus_table(manifest, "bytes")
+removed = corpus.removal_rows(manifest)
+docs_table, mb_table = tables.corpus_table(removed, "docs"), tables.corpus_table(removed, "mb")
 display(Markdown("**documents**"), docs_table, Markdown("**MB**"), mb_table.style.format(na_rep="—", precision=3))
-fig = plots.corpus_removed(mb_table)
+fig = plots.corpus_removed(removed)
 
 # %% [markdown]
 # ## Examples of removed and kept text
@@ -117,9 +118,9 @@ display(pd.DataFrame(hits, columns=["source", "training text", "eval set", "eval
 
 # %%
 mix_path, mix = corpus.corpus_mix(cfg, manifest)
-mix_tab = tables.mix_table(manifest, mix)
-report.record(out_dir, "corpus", {"mix": tables.records(mix_tab.reset_index(names="source"))})
-display(mix_tab)
+mix_rows = corpus.mix_rows(manifest, mix)
+report.record(out_dir, "corpus", {"mix": mix_rows})
+display(tables.mix_table(mix_rows))
 
 # %% [markdown]
 # ## Size before and after
@@ -134,4 +135,4 @@ sizes = {
     "mix": contents.size_counts((r["text"] for r in contents.read_jsonl(mix_path)), count_tok),
 }
 report.record(out_dir, "corpus", {"sizes": sizes})
-display(pd.DataFrame(sizes).T)
+display(pd.DataFrame(sizes).T.rename(columns=tables.LABELS))

@@ -52,15 +52,9 @@ docs = list(data.iter_documents(train_src))
 evals, parallel, resolved = corpus.eval_sets(cfg)
 for name, r in resolved.items():
     report.record_inputs(out_dir, name, r)
-corpus_size = {
-    "documents": len(docs),
-    "words": sum(len(d.split()) for d in docs),
-    "characters": sum(len(d) for d in docs),
-    "bytes": sum(len(d.encode()) for d in docs),
-}
-sets = {k: {"lines": len(v), "words": sum(len(x.split()) for x in v)} for k, v in evals.items()}
-report.record(out_dir, "tokenizers", {"corpus": corpus_size, "eval_sets": sets})
-display(pd.DataFrame([corpus_size], index=["training corpus"]), pd.DataFrame(sets).T)
+sizes = tokenizers.text_sizes(docs, evals)
+report.record(out_dir, "tokenizers", sizes)
+display(pd.DataFrame([sizes["corpus"]], index=["training corpus"]), pd.DataFrame(sizes["eval_sets"]).T)
 
 # %% [markdown]
 # ## Training the sweep
@@ -104,21 +98,15 @@ fig = plots.fertility_vs_vocab(rows, first_eval, trained=set(trained))
 # ## Our best tokenizer at the selected vocabulary size against every baseline
 
 # %%
-vs = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
-best = metrics.best_variant(rows, first_eval, vocab_size=vs, among=set(trained))
-summary = tables.best_summary(rows, best, evals, vocab_size=vs)
+best = tokenizers.best_summary(cfg, rows, evals, trained)
 fig = plots.best_vs_baselines(
     rows,
-    first_eval,
-    [best["tokenizer"], *baselines],
-    highlight=best["tokenizer"],
-    target=cfg.tokenizer.sweep.fertility_target,
+    best["selected_on"],
+    [best["best"], *baselines],
+    highlight=best["best"],
+    target=best["fertility_target"],
 )
-target = cfg.tokenizer.sweep.fertility_target
-print(
-    f"best {vs}-piece tokenizer: {best['tokenizer']}, fertility on {first_eval} = {best['fertility']:.3f}"
-    f" (target <= {target:.2f}: {'reached' if best['fertility'] <= target else 'not reached'})"
-)
+print(tables.best_sentence(best))
 
 # %% [markdown]
 # ## What each change bought
@@ -130,7 +118,7 @@ print(
 # %%
 recipe = tokenizers.recipe_table(cfg, evals)
 report.record(out_dir, "tokenizers", {"recipe": recipe})
-display(pd.DataFrame(recipe).set_index("step").style.format(na_rep="—", precision=3))
+display(tables.recipe_table(recipe).style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## Lossless round trip and the exported Hugging Face tokenizer
@@ -139,11 +127,11 @@ display(pd.DataFrame(recipe).set_index("step").style.format(na_rep="—", precis
 
 # %%
 checks = metrics.export_checks(
-    trained[best["tokenizer"]],
-    trained_paths[best["tokenizer"]],
+    trained[best["best"]],
+    trained_paths[best["best"]],
     {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}},
 )
-report.record(out_dir, "tokenizers", {**summary, "checks": checks})
+report.record(out_dir, "tokenizers", {**best, "checks": checks})
 display(pd.DataFrame(checks).T)
 
 # %% [markdown]
@@ -152,7 +140,7 @@ display(pd.DataFrame(checks).T)
 
 # %%
 every = {**trained, **baselines}
-shown = [n for n in (best["tokenizer"], best["tokenizer"] + "-affix", *baselines) if n in every]
+shown = [n for n in (best["best"], best["best"] + "-affix", *baselines) if n in every]
 seg = metrics.segmentations({n: every[n] for n in shown}, cfg.report.long_words)
 report.record(out_dir, "tokenizers", {"segmentations": seg})
 with pd.option_context("display.max_colwidth", None):

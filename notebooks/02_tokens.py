@@ -68,7 +68,7 @@ pd.DataFrame([tok_info])
 
 # %%
 stats = tokens.corpus_stats(resolved, tok)
-report.record(out_dir, "tokens_corpus", {r["source"]: r for r in stats})
+report.record(out_dir, "tokens_corpus", {"sources": stats})
 pd.DataFrame(stats).set_index("source").style.format(
     {
         "tokens_per_word": "{:.3f}",
@@ -91,8 +91,8 @@ pd.DataFrame(stats).set_index("source").style.format(
 enc = token_recipe.token_files(cfg, tok)
 report.record_artifact(out_dir, "tokens_train_bin", enc["train"])
 report.record_artifact(out_dir, "tokens_val_bin", enc["val"])
-report.record(out_dir, "tokens_split", tables.split_summary(enc))
-pd.DataFrame(tables.split_rows(enc)).set_index("split")
+report.record(out_dir, "tokens_split", token_recipe.split_summary(enc))
+tables.split_table(token_recipe.split_rows(enc))
 
 # %% [markdown]
 # A random training window, read back from the memory-mapped file and decoded (EOS shown as `</s>`):
@@ -121,15 +121,9 @@ print(repr(tok.decode(x[0].tolist())))
 
 # %%
 bench = token_recipe.encoder_benchmark(cfg, tok, out_json=f"{out_dir}/tokens_benchmark.json")
-report.record(
-    out_dir,
-    "tokens_benchmark",
-    {
-        **bench["variants"],
-        **{k: bench[k] for k in ("ratios", "get_batch", "targets", "scale", "rounds", "corpus", "load_avg_1min")},
-    },
-)
-pd.DataFrame(tables.encoder_benchmark_table(bench)).style.format(
+enc_bench = token_recipe.encoder_record(bench)
+report.record(out_dir, "tokens_benchmark", enc_bench)
+tables.encoder_table(enc_bench["variants"]).style.format(
     {
         "Mtokens/s": "{:.2f}",
         "vs limit": "{:.2f}",
@@ -144,7 +138,7 @@ pd.DataFrame(tables.encoder_benchmark_table(bench)).style.format(
 )
 
 # %%
-fig = plots.encoder_throughput(bench)
+fig = plots.encoder_throughput(enc_bench)
 
 # %% [markdown]
 # Ratios and targets: (c) at >= 85% of the limit, (c)'s peak RSS growing < 64 MB from 1x to the large corpus

@@ -35,9 +35,9 @@ from IPython.display import display
 from azllm import plots, recipes, report, tables
 from azllm import train as azt
 from azllm.model import liger_available
-from azllm.recipes.benchmark import compare_methods
+from azllm.recipes import train
+from azllm.recipes.benchmark import compare_methods, compare_rows
 from azllm.recipes.tokens import prepare_data
-from azllm.recipes.train import train_model
 
 cfg = recipes.setup(params_file)
 
@@ -48,7 +48,7 @@ cfg = recipes.setup(params_file)
 data = prepare_data(cfg)
 tok = data["tokenizer"]
 bpt_train = azt.bytes_per_token(data["train"], tok)
-summary = tables.data_summary(data, bpt_train)
+summary = train.data_summary(data, bpt_train)
 report.record(out_dir, "train", {k: v for k, v in summary.items() if k != "dev_sets"})
 report.record_artifact(out_dir, "train_tokens", data["train"])
 pd.DataFrame([summary])
@@ -70,11 +70,11 @@ print(f"Liger kernels requested: {cfg.model.liger.kernels() or 'none'}; availabl
 # from its last complete checkpoint if it was interrupted, and is not re-trained when it already finished.
 
 # %%
-main = train_model(cfg, data)
-row = tables.run_summary(main)
+main = train.train_model(cfg, data)
+row = train.run_summary(main)
 report.record(out_dir, "train", row)
 report.record_artifact(out_dir, "model", main["final_dir"])
-pd.DataFrame([{k: v for k, v in row.items() if not k.startswith("final_")}]).T.rename(columns={0: "main run"})
+tables.run_table(row)
 
 # %% [markdown]
 # ### Loss and bits per byte
@@ -83,7 +83,7 @@ pd.DataFrame([{k: v for k, v in row.items() if not k.startswith("final_")}]).T.r
 # training bpb uses the average bytes per token of the training split (the evaluations' bpb is exact).
 
 # %%
-fig = plots.training_curves(main["curves"], bpt_train)
+fig = plots.training_curves(train.curves(main, bpt_train))
 pd.DataFrame(main["final"]).T.round(4)
 
 # %% [markdown]
@@ -96,7 +96,7 @@ pd.DataFrame(main["final"]).T.round(4)
 # %%
 T = cfg.train
 runs = compare_methods(cfg, T.compare, base=main["final_dir"], max_steps=T.compare_steps, lr=T.compare_lr)
-rows = tables.compare_rows(runs)
+rows = compare_rows(runs)
 report.record(out_dir, "train", {"compare": rows, "compare_steps": T.compare_steps})
 if rows:
     fig = plots.method_bars(rows)

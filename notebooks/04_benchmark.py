@@ -62,7 +62,8 @@ print("model:", res["config"])
 # %% [markdown]
 # ## The variants side by side
 #
-# Medians over the timed windows with their min–max; `speed ×` and `memory ×` are ratios against `baseline`.
+# Medians over the timed windows with their min–max; `speed ×` and `memory ×` are ratios against `baseline`
+# (computed by `azllm.recipes.benchmark.variant_rows`, like every number of this page).
 # `loss first/last` is the training loss at the first and the last step: every variant sees the same batches, so a
 # variant that is fast but wrong shows here (LoRA trains far fewer weights, so its loss falls more slowly over
 # these few steps: that is expected, not a bug). `load` is the machine's 1-minute load average when the variant
@@ -71,38 +72,14 @@ print("model:", res["config"])
 # measured).
 
 # %%
-summary = tables.summary_table(res)
-cols = [
-    "variant",
-    "status",
-    "tokens/s",
-    "tokens/s min",
-    "tokens/s max",
-    "speed ×",
-    "step ms",
-    "step ms min",
-    "step ms max",
-    "peak MB",
-    "peak MB min",
-    "peak MB max",
-    "memory ×",
-    "loss first",
-    "loss last",
-    "trainable",
-    "load",
-]
-cols += [c for c in ("reserved MB",) if c in summary]
-display(summary[[c for c in cols if c in summary]].style.format(na_rep="—", precision=3))
-notes = summary[summary.status != "ok"][["variant", "status", "note"]]
-if len(notes):
-    display(
-        Markdown(
-            "**Not run here:**\n\n" + "\n".join(f"- `{r.variant}`: {r.status} — {r.note}" for r in notes.itertuples())
-        )
-    )
+variants = benchmark.variant_rows(res)
+display(tables.variant_table(variants).style.format(na_rep="—", precision=3))
+notes = tables.variant_notes(variants)
+if notes:
+    display(Markdown(notes))
 
 # %%
-fig = plots.variant_bars(summary)
+fig = plots.variant_bars(variants)
 
 # %% [markdown]
 # ## Predicted vs measured memory
@@ -118,11 +95,9 @@ fig = plots.variant_bars(summary)
 # (outside `max_memory_allocated`, kept free by the planner's `reserve_gb`).
 
 # %%
-pred = tables.prediction_table(res)
-display(pred.style.format(na_rep="—", precision=3))
-worst, sentences = tables.prediction_notes(pred)
-print("\n".join(sentences))
-report.record(out_dir, "benchmark", {"max_rel_error_pred_vs_measured": worst})
+pred = benchmark.prediction_rows(res)
+display(tables.prediction_table(pred).style.format(na_rep="—", precision=3))
+print("\n".join(tables.prediction_notes(benchmark.prediction_summary(pred))))
 fig = plots.predicted_vs_measured(pred)
 
 # %% [markdown]
@@ -151,12 +126,8 @@ else:
 # the largest batch at each sequence length and the most tokens per step. 0 means even batch 1 does not fit.
 
 # %%
-models, variants = benchmark.fit_models(cfg)
-F = B.fit
-fit = tables.fit_table(
-    models, variants, budgets_gb=F.budgets_gb, seq_lens=F.seq_lens, reserve_gb=F.reserve_gb, device="cuda"
-)
-display(fit.style.format(na_rep="—", precision=3))
+fit = benchmark.fit_rows(cfg, device="cuda")
+display(tables.fit_table(fit).style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## Cost per billion training tokens
@@ -166,9 +137,9 @@ display(fit.style.format(na_rep="—", precision=3))
 # (`make bench-gpu`) gives the numbers for a real GPU.
 
 # %%
-cost = tables.cost_table(res, B.price_per_hour, B.price_label)
-display(cost.style.format(na_rep="—", precision=3))
-report.record_training_benchmark(out_dir, res, summary, pred, cost, fit)
+cost = benchmark.cost_rows(cfg, res)
+display(tables.cost_table(cost).style.format(na_rep="—", precision=3))
+report.record(out_dir, "benchmark", benchmark.benchmark_record(res, variants, pred, cost, fit))
 print("recorded to metrics.json: section 'benchmark'")
 
 # %% [markdown]
@@ -180,9 +151,9 @@ print("recorded to metrics.json: section 'benchmark'")
 # on a CPU price *this* machine's speed at the instance's rate: the GPU run (`make bench-gpu`) gives the real one.
 
 # %%
-job = tables.job_cost_table(res, **B.job.model_dump())
-report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": tables.records(job)})
-display(job.style.format(na_rep="—", precision=3))
+job = benchmark.job_cost_rows(cfg, res)
+report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": job})
+display(tables.job_cost_table(job).style.format(na_rep="—", precision=3))
 
 # %% [markdown]
 # ## The 1B setup as launched

@@ -32,8 +32,6 @@ out_dir = "reports/tiny"
 # **Bits per byte** compares across tokenizers.
 
 # %%
-import pandas as pd
-
 from azllm import plots, recipes, report, tables
 from azllm.data import iter_documents
 from azllm.recipes import adapt, corpus, sources
@@ -50,7 +48,7 @@ base, base_tok, pre, docs, toks = study.base, study.base_tok, study.pre, study.d
 if pre is not None:
     report.record(out_dir, "adapt", {"base": {k: pre["final"]["en"][k] for k in ("loss", "bpb")}})
     print(
-        f"study base: {pre['parameters']['total'] / 1e6:.2f}M parameters, {pre['steps']} steps on English, "
+        f"study base: {pre['parameters']['total']:,} parameters, {pre['steps']} steps on English, "
         f"English bpb {pre['final']['en']['bpb']:.3f}; tokenizer {base_tok.name} ({base_tok.vocab_size} ids)"
     )
 else:
@@ -67,7 +65,7 @@ english = list(iter_documents(sources.resolve(cfg, A.english_eval)))
 evals, _, _ = corpus.eval_sets(cfg)
 tok_rows = adapt.tokenizer_rows(toks, base_tok, evals, english)
 report.record(out_dir, "adapt", {"tokenizers": tok_rows})
-pd.DataFrame(tok_rows).set_index("way").style.format(na_rep="—", precision=4)
+tables.adapt_tokenizer_table(tok_rows).style.format(na_rep="—", precision=4)
 
 # %% [markdown]
 # ## Extending real base tokenizers
@@ -79,7 +77,9 @@ pd.DataFrame(tok_rows).set_index("way").style.format(na_rep="—", precision=4)
 # %%
 ext_rows = adapt.extension_table(cfg, evals, english, docs) if A.extend_bases else []
 report.record(out_dir, "adapt", {"extension_table": ext_rows})
-pd.DataFrame(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else print("adapt.extend_bases is empty")
+tables.extension_table(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else print(
+    "adapt.extend_bases is empty"
+)
 
 # %% [markdown]
 # ## Adapting: every way, full fine-tuning and LoRA
@@ -88,10 +88,9 @@ pd.DataFrame(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else 
 
 # %%
 results = adapt.run_study(cfg).runs
-fert = {r["way"]: r[f"tokens/word {adapt.az_set(cfg)}"] for r in tok_rows}
-rows = tables.adapt_rows(results, fert)
-report.record(out_dir, "adapt", {"runs": rows, "steps": A.steps})
-pd.DataFrame(rows).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
+runs = adapt.runs_record(cfg, results, tok_rows)
+report.record(out_dir, "adapt", runs)
+tables.adapt_table(runs["runs"]).style.format(na_rep="—", precision=3)
 
 # %%
 fig = plots.adapt_curves(results)

@@ -104,7 +104,7 @@ pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).s
 
 # %%
 rank = evaluate.ranking(cfg, rows, runs)
-report.record(out_dir, "evaluate", {"ranking": rank, "az_headline": E.az_headline, "en_headline": E.en_headline})
+report.record(out_dir, "evaluate", evaluate.ranking_record(cfg, rank))
 print(tables.ranking_sentence(rank, E.az_headline, E.en_headline))
 pd.DataFrame(rank).set_index(["way", "method"]).style.format(na_rep="—", precision=4)
 
@@ -138,8 +138,8 @@ fig = plots.adapt_curves(runs)
 # %%
 conv = evaluate.conventions(before, after)
 report.record(out_dir, "evaluate", {"conventions": conv})
-display(pd.DataFrame(conv).set_index("model"))
+display(tables.conventions_table(conv))
 contam = evaluate.contamination(cfg)
 report.record(out_dir, "evaluate", {"contamination": contam, "fewshot_overlap": before["fewshot_overlap"]})
-display(pd.DataFrame(contam).set_index("set"))
+display(tables.contamination_table(contam))
 display(pd.DataFrame(before["fewshot_overlap"]).T)

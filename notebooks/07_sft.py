@@ -96,13 +96,9 @@ with pd.option_context("display.max_colwidth", None):
 # %%
 main = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
 ans = sft.answers(cfg, main, base=base, tokenizer=tok, template=template, data=data)
-main_row = tables.sft_rows([{**main, "chrf++": ans["chrf++"]}])[0]
-report.record(
-    out_dir,
-    "sft",
-    {"main": main_row, "mask": main["mask"], "chrf++": ans["chrf++"], "stopped_share": ans["stopped_share"]},
-)
-pd.DataFrame([main_row]).T.rename(columns={0: "main run"})
+main_rec = sft.main_record(main, ans)
+report.record(out_dir, "sft", main_rec)
+tables.sft_table([main_rec["main"]]).T.rename(columns={0: "main run"})
 
 # %% [markdown]
 # ## Full, LoRA and QLoRA, packing on and off
@@ -113,9 +109,9 @@ pd.DataFrame([main_row]).T.rename(columns={0: "main run"})
 
 # %%
 variants = sft.compare_variants(cfg, base)
-var_rows = tables.sft_rows(variants)
+var_rows = [sft.run_row(v) for v in variants]
 report.record(out_dir, "sft", {"variants": var_rows})
-pd.DataFrame(var_rows).set_index(["method", "packing"]) if var_rows else print("sft.compare is empty")
+tables.sft_table(var_rows).set_index(["method", "packing"]) if var_rows else print("sft.compare is empty")
 
 # %%
 fig = plots.sft_curves([main, *variants])
@@ -131,7 +127,7 @@ fig = plots.sft_curves([main, *variants])
 # %%
 ans_before = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
 chrf = sft.chrf_change(cfg, ans_before, ans)
-samples = tables.sft_samples(ans, S.samples_shown, before=ans_before)
+samples = sft.samples(ans, S.samples_shown, before=ans_before)
 report.record(out_dir, "sft", {"samples": samples, "chrf_before_after": chrf})
 print(
     f"chrF++ on {chrf['n']} held-out answers: {chrf['before']:.1f} before -> {chrf['after']:.1f} after SFT "
@@ -139,7 +135,7 @@ print(
     f"turn: {ans_before['stopped_share']:.0%} -> {ans['stopped_share']:.0%}"
 )
 with pd.option_context("display.max_colwidth", None):
-    display(pd.DataFrame(samples))
+    display(tables.samples_table(samples))
 
 # %% [markdown]
 # ## The export

@@ -64,10 +64,41 @@ def notebook_stderr(run_dir: Path) -> list[str]:
     return found
 
 
+ANSWERED_BY = {
+    "01_tokenizers": ("Tokens per word",),
+    "03_train": ("Held-out bits per byte",),
+    "04_benchmark": ("Speed × and memory × of each technique", "$ per billion tokens"),
+    "05_adapt": ("Adaptation that wins (Azerbaijani bpb)",),
+    "06_evaluate": ("Most Azerbaijani per device-hour (downstream)",),
+}
+"""The index's answers each notebook's numbers give (:func:`azllm.report._headline`)."""
+
+
+def check_metrics(run_dir: Path) -> None:
+    """The run's ``metrics.json`` against its schema: every key snake_case or a name in one of
+    :data:`azllm.report.NAMED_MAPS` (:func:`azllm.report.key_problems`), and every answer of the index that the
+    notebooks that ran should give is there, with no value missing ("—")."""
+    import json
+
+    from azllm.report import _headline, key_problems
+
+    m = json.loads((Path(run_dir) / "metrics.json").read_text())
+    bad = key_problems(m)
+    assert not bad, "metrics.json keys that are not snake_case (a display label? a name outside NAMED_MAPS):\n" + (
+        "\n".join(bad[:30])
+    )
+    answers = {q: a for q, a, _, _ in _headline(m["metrics"])}
+    for page in (p["name"] for p in m["notebooks"] if p["status"] == "ok"):
+        for question in ANSWERED_BY.get(page, ()):
+            assert question in answers, f"{page} ran, but the index has no answer {question!r}"
+            assert "—" not in answers[question], f"{question}: a value the index reads is missing: {answers[question]}"
+
+
 def run_notebooks(params_file, **kwargs):
     """:func:`azllm.report.run_report` as ``make report`` runs it, then: no executed notebook holds a stderr stream
     output (progress bars, library warnings and datatrove's log go to the terminal and ``run.log``, never into a
-    page). Every test that runs notebooks goes through here. Returns ``(run_dir, ok)``; the check is left out
+    page), and the run's ``metrics.json`` keeps to its schema and gives the index's answers (:func:`check_metrics`).
+    Every test that runs notebooks goes through here. Returns ``(run_dir, ok)``; the checks are left out
     when a notebook failed (the test's own ``assert ok`` says why).
 
     The kernels run without ``$PYTEST_CURRENT_TEST``: with it, ipykernel does not capture the output written to
@@ -83,6 +114,7 @@ def run_notebooks(params_file, **kwargs):
     if ok:
         found = notebook_stderr(run_dir)
         assert not found, "stderr output in the pages (route it to azllm.utils.log_stream):\n" + "\n".join(found)
+        check_metrics(run_dir)
     return run_dir, ok
 
 

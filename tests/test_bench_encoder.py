@@ -47,3 +47,18 @@ def test_medians_and_ratios():
     assert med["c@1"]["tokens_per_s"] == 12 and med["a@1"]["runs"] == 3
     r = encoder._ratios(med, 2)
     assert r["c_over_a_1x"] == pytest.approx(12 / 3) and r["c_over_limit_1x"] == pytest.approx(12 / 3)
+
+
+def test_variant_rows_speeds_against_the_limit_and_the_naive_list():
+    """The medians as rows (variant and scale as values, not a key "c@10"), with the speeds against the limit and
+    against (a) at the same scale, in millions of tokens per second."""
+
+    def med(tps):
+        return {"tokens_per_s": tps, "tokens_per_cpu_s": tps / 2, "tokens": 1000.0, "seconds": 1.0, "runs": 1}
+
+    meds = {"a@1": med(1e6), "c@1": med(3e6), "a@10": med(0.5e6), "c@10": med(2e6), "limit@1": med(4e6)}
+    rows = {(r["variant"], r["scale"]): r for r in encoder.variant_rows(meds, 10)}
+    assert rows[("c", 10)]["mtokens_per_s"] == 2.0 and rows[("c", 10)]["vs_a"] == 4.0
+    assert rows[("c", 1)]["vs_limit"] == 0.75 and rows[("limit", 1)]["vs_a"] == 4.0
+    assert rows[("c", 1)]["mtokens_per_cpu_s"] == 1.5 and rows[("c", 1)]["tokens"] == 1000
+    assert len(rows) == 5

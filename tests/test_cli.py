@@ -27,6 +27,8 @@ SUBCOMMANDS = [
     ["bench", "eval"],
     ["lock-env"],
     ["sft"],
+    ["distill"],
+    ["deploy"],
     ["bench", "sft"],
 ]
 

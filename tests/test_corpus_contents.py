@@ -28,4 +28,4 @@ def test_size_counts_with_a_tokenizer():
         encode_fn=lambda t: [ord(c) for c in t],
         decode_fn=lambda ids: "".join(map(chr, ids)),
     )
-    assert contents.size_counts(["ab c", "d"], chars, batch=1) == {"documents": 2, "words": 3, "MB": 5e-06, "tokens": 5}
+    assert contents.size_counts(["ab c", "d"], chars, batch=1) == {"documents": 2, "words": 3, "mb": 5e-06, "tokens": 5}

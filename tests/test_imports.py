@@ -183,7 +183,7 @@ RECIPE_IMPORTS = {
     "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
     "sft": {"adapt", "evaluate", "paths", "sources", "specs", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
-    "deploy": {"paths", "sources", "corpus", "sft", "distill"},
+    "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
     "launch": {"paths"},
 }
 

@@ -138,7 +138,7 @@ def test_fit_planner_boundaries_and_order():
         [2048],
         reserve_gb=1.0,
     )
-    got = {(r["variant"], r["budget_gb"]): r["batch@2048"] for r in rows}
+    got = {(r["variant"], r["budget_gb"]): r["batch_at_2048"] for r in rows}
     for (name, gb), b in got.items():
         v = mem.parse_variant(name, dtype="bf16")
         assert mem.predict_memory(cfg, v, b, 2048)["total"] <= (gb - 1) * 1e9 if b else True

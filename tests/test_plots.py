@@ -13,12 +13,51 @@ def _curve(values):
 
 
 def test_training_curves_draws_train_and_every_eval_set():
-    fig = plots.training_curves(
-        {"train": _curve([5, 4, 3]), "eval": {"val": _curve([5, 3]), "x": _curve([6, 4])}}, train_bytes_per_token=3.0
-    )
+    train = [{**p, "bpb_approx": p["loss"] / 3} for p in _curve([5, 4, 3])]  # as azllm.recipes.train.curves
+    fig = plots.training_curves({"train": train, "eval": {"val": _curve([5, 3]), "x": _curve([6, 4])}})
     loss, bpb = fig.axes
     assert [ln.get_label() for ln in loss.lines] == ["train", "val", "x"]
     assert bpb.get_ylabel() == "bits per byte" and len(bpb.lines) == 3
+    assert list(bpb.lines[0].get_ydata()) == [p["bpb_approx"] for p in train]  # drawn as given
+
+
+def test_benchmark_figures_draw_the_recipes_rows():
+    """variant_bars, predicted_vs_measured, corpus_removed and encoder_throughput take the recipes' rows (every
+    number computed there) and draw them; a variant that did not run is an empty, labelled slot."""
+    rows = [
+        {
+            "variant": "baseline",
+            "status": "ok",
+            **{f"tokens_per_s_{k}": v for k, v in (("median", 100.0), ("min", 90.0), ("max", 110.0))},
+            **{f"peak_mb_{k}": v for k, v in (("median", 50.0), ("min", 48.0), ("max", 52.0))},
+        },
+        {
+            "variant": "liger",
+            "status": "unavailable",
+            **{f"{m}_{k}": None for m in ("tokens_per_s", "peak_mb") for k in ("median", "min", "max")},
+        },
+    ]
+    fig = plots.variant_bars(rows)
+    assert [p.get_width() for p in fig.axes[0].patches] == [100.0, 0.0]
+    pred = [
+        {"variant": "baseline", "measured_mb": 50.0, "predicted_mb": 45.0},
+        {"variant": "liger", "measured_mb": None},
+    ]
+    assert len(plots.predicted_vs_measured(pred).axes[0].collections[0].get_offsets()) == 1
+    removed = [
+        {"source": s, "mb": {"input": i, "quality": 1.0, "kept": i - 1.0, "kept_pct": 50.0}}
+        for s, i in (("news", 3.0), ("total", 5.0))
+    ]
+    assert [p.get_width() for p in plots.corpus_removed(removed).axes[0].patches] == [2.0, 1.0]
+    enc = {
+        "scale": 10,
+        "variants": [
+            {"variant": v, "scale": s, "mtokens_per_s": 1.0, "peak_rss_mb": 10.0}
+            for v in ("a", "b", "c", "limit")
+            for s in (1, 10)
+        ],
+    }
+    assert len(plots.encoder_throughput(enc).axes[0].patches) == 6
 
 
 def test_adapt_curves_use_each_runs_set_names():

@@ -24,13 +24,17 @@ def test_notebook_05_on_tiny_params(adapt_report):
     runs = {(r["way"], r["method"]): r for r in a["runs"]}
     assert set(runs) == {(w, me) for w in ("keep", "extend", "swap") for me in ("full", "lora")}
     for r in runs.values():
-        assert r["az bpb after"] < r["az bpb before"]  # every way learns Azerbaijani
-        assert r["en bpb before"] > 0 and r["en bpb after"] > 0
-    assert runs[("extend", "lora")]["new rows"] == "200 new rows: tokens"
-    assert runs[("swap", "lora")]["new rows"].endswith(": full")
+        assert r["az_bpb_after"] < r["az_bpb_before"]  # every way learns Azerbaijani
+        assert r["en_bpb_before"] > 0 and r["en_bpb_after"] > 0
+    assert runs[("extend", "lora")]["new_rows"] == "200 new rows: tokens"
+    assert runs[("swap", "lora")]["new_rows"].endswith(": full")
     tok = {r["way"]: r for r in a["tokenizers"]}
-    assert tok["keep"]["English tokens changed"] == 0 and tok["extend"]["vocab"] == tok["keep"]["vocab"] + 200
-    assert tok["extend"]["tokens/word flores"] < tok["keep"]["tokens/word flores"]
+    assert tok["keep"]["english_tokens_changed"] == 0
+    assert tok["extend"]["vocab_size"] == tok["keep"]["vocab_size"] + 200
+    assert tok["extend"]["tokens_per_word"]["flores"] < tok["keep"]["tokens_per_word"]["flores"]
+    assert runs[("keep", "lora")]["tokens_per_word"] == tok["keep"]["tokens_per_word"]["flores"]
+    # the winner is the recipe's (the lowest Azerbaijani bpb), recorded for the index
+    assert a["best"] == min(a["runs"], key=lambda r: r["az_bpb_after"])
     export = Path(m["artifacts"]["adapt_export"])
     model = AutoModelForCausalLM.from_pretrained(str(export), local_files_only=True)
     assert model.config.vocab_size == len(AutoTokenizer.from_pretrained(str(export), local_files_only=True))
@@ -48,3 +52,40 @@ def test_the_export_of_a_full_run_holds_its_trained_weights(adapt_report):
         trained = load_file(str(art / "adapt" / f"{way}-full" / "final" / "model.safetensors"))
         assert set(trained) <= set(exported)
         assert all(torch.equal(exported[k], trained[k]) for k in trained)
+
+
+def _run(way, method, az, en, *, az_set="my_az", en_set="val"):
+    """An adaptation result (:func:`azllm.recipes.adapt.adapt_run`) with bpb curves ``[before, after]`` on its own
+    set names."""
+    return {
+        "way": way,
+        "method": method,
+        "vocab_size": 512,
+        "az_set": az_set,
+        "en_set": en_set,
+        "curves": {"eval": {az_set: [{"step": 0, "bpb": az[0]}], en_set: [{"step": 0, "bpb": en[0]}]}},
+        "final": {az_set: {"bpb": az[1]}, en_set: {"bpb": en[1]}},
+        "throughput": {"tokens_per_s": 100.0},
+        "seconds": 12.0,
+        "parameters": {"trainable": 10},
+        "new_rows": "none",
+    }
+
+
+def test_the_study_rows_and_the_winner_use_each_runs_own_set_names():
+    """One row per run (whatever its eval sets are called), the English change, and the winner: the lowest
+    Azerbaijani bpb after (what the index shows and notebook 07 instruction-tunes), chosen here once."""
+    from azllm.recipes import adapt, sft
+
+    runs = [_run("keep", "full", (3.0, 2.5), (1.5, 1.7)), _run("extend", "lora", (3.1, 2.2), (1.5, 1.6))]
+    row = adapt.run_row(runs[0], 2.5)
+    assert (row["az_bpb_before"], row["az_bpb_after"], row["en_bpb_before"], row["en_bpb_after"]) == (3, 2.5, 1.5, 1.7)
+    assert row["en_bpb_change"] == 1.7 - 1.5 and row["tokens_per_word"] == 2.5 and row["wall_s"] == 12.0
+    assert adapt.best_run(runs) is runs[1] and sft.best_adapt_run(runs) is runs[1]
+    cfg = load_params(None, overrides={"data": {"eval": {"my_az": {"path": "x.txt"}}}})
+    tok_rows = [{"way": w, "tokens_per_word": {"my_az": f}} for w, f in (("keep", 2.5), ("extend", 1.9))]
+    rec = adapt.runs_record(cfg, runs, tok_rows)
+    assert rec["best"] == adapt.run_row(runs[1], 1.9) and [r["way"] for r in rec["runs"]] == ["keep", "extend"]
+    assert rec["steps"] == cfg.adapt.steps
+    with pytest.raises(ValueError, match="no adaptation run"):
+        adapt.best_run([])

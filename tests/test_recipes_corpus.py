@@ -59,3 +59,26 @@ def test_eval_sets_and_clean_documents(cfg):
     assert len(evals["flores"]) == 200 and parallel == {} and set(resolved) == {"eval.flores"}
     docs = corpus.clean_documents(cfg, corpus.run_corpus(cfg))
     assert docs and all(isinstance(d, str) and d for d in docs)
+
+
+def test_removal_and_mix_rows_are_shares_of_the_manifest():
+    """What notebook 00 shows, computed here: per source (the total last) the input, each step's removals and what
+    was kept, in documents and MB, with the share kept; the mix's shares of the cleaned corpus and of the mix."""
+    manifest = {
+        "counts": {
+            "by_source": {
+                "total": {"input_docs": 10, "kept_docs": 6, "input_bytes": 4e6, "kept_bytes": 3e6},
+                "news": {"input_docs": 8, "quality_docs": 3, "kept_docs": 5, "input_bytes": 3e6, "kept_bytes": 2e6},
+                "wiki": {"input_docs": 2, "kept_docs": 1, "input_bytes": 1e6, "kept_bytes": 1e6},
+            }
+        }
+    }
+    rows = corpus.removal_rows(manifest)
+    assert [r["source"] for r in rows] == ["news", "wiki", "total"]
+    news = rows[0]
+    assert news["docs"]["quality"] == 3 and news["docs"]["near_dedup"] == 0 and news["docs"]["kept_pct"] == 62.5
+    assert news["mb"]["input"] == 3.0 and news["mb"]["kept_pct"] == 100 * 2.0 / 3.0
+    mix = {"rates": {"news": 1.0, "wiki": 2.0}, "counts": {"news": {"bytes": 2e6}, "wiki": {"bytes": 2e6}}}
+    m = {r["source"]: r for r in corpus.mix_rows(manifest, mix)}
+    assert m["news"]["clean_pct"] == 100 * 2e6 / 3e6 and m["wiki"]["mix_pct"] == 50.0 and m["wiki"]["rate"] == 2.0
+    assert m["news"]["clean_mb"] == 2.0 and m["wiki"]["mix_mb"] == 2.0

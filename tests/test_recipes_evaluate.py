@@ -41,7 +41,8 @@ def test_notebook_06_scores_every_way_before_and_after(adapt_report):
     assert per_hour == sorted(per_hour, reverse=True)
     assert {c["set"] for c in e["contamination"]} >= {"flores", "task:sib200_az", "task:tumlu_az", "task:mmlu"}
     assert e["fewshot_overlap"]["tumlu_az"]["pool_is_test_split"]
-    assert all(c["prepends BOS"] is False for c in e["conventions"])
+    assert all(c["prepends_bos"] is False for c in e["conventions"])
+    assert e["top"] == next(r for r in e["ranking"] if r["az_gain"] is not None)  # the recipe's winner
     assert [n["name"] for n in m["notebooks"]] == ["05_adapt", "06_evaluate"]
 
 
@@ -187,11 +188,22 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     assert m["az"] == [] and [r["task"] for r in m["en"]] == ["sib200_en"] and not m["base_at_chance"]
     (t,) = m["to_signal"]  # only the change that points up
     assert t["way"] == "keep" and t["steps_needed"] == 196 and t["tokens_needed"] == 196 * 1024  # 50 x 1.96*0.04/0.02
-    assert t["az_bpb_per_100_steps"] == pytest.approx(-0.5)
+    assert t["az_bpb_per_100_steps"] == pytest.approx(-0.5) and t["az_bpb_fall_per_100_steps"] == pytest.approx(0.5)
     s = moved_sentence(m)
     assert "No Azerbaijani task measure moves beyond 1.96" in s and "sib200_en extend/lora -0.200" in s
+    assert "still fell 0.500 per 100 steps" in s
     assert "196 steps" in s and "stand-in" not in s
     rows[0] = _row("keep", "sib200_az", 0.2, 0.04, "gain")
     m = moved(cfg, at_chance, rows, runs)
     assert [r["way"] for r in m["az"]] == ["keep"] and m["to_signal"] == []
     assert moved_sentence(m).startswith("The base sits at chance on every multiple-choice task")
+
+
+def test_the_ranking_record_names_the_winner():
+    from azllm.recipes.evaluate import ranking_record
+
+    cfg = load_params(None)
+    rank = [{"way": "keep", "method": "lora", "az_gain": None}, {"way": "swap", "method": "full", "az_gain": 0.1}]
+    rec = ranking_record(cfg, rank)
+    assert rec["top"] == rank[1] and rec["ranking"] == rank and rec["az_headline"] == cfg.evaluate.az_headline
+    assert ranking_record(cfg, rank[:1])["top"] is None

@@ -229,6 +229,54 @@ def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb()
         sft.best_adapt_run([])
 
 
+def test_samples_put_the_base_answer_beside_the_trained_one():
+    after = {
+        "rows": [
+            {"prompt": "Salam?", "answer": "Salam!", "reference": "Salam.", "chrf++": 40.0},
+            {"prompt": "Nə?", "answer": "Bu.", "reference": "O.", "chrf++": 10.0},
+        ]
+    }
+    before = {
+        "rows": [
+            {"prompt": "Salam?", "answer": "Hello!", "reference": "Salam.", "chrf++": 5.0},
+            {"prompt": "Nə?", "answer": "What?", "reference": "O.", "chrf++": 0.0},
+        ]
+    }
+    (row,) = sft.samples(after, 1, before=before)
+    assert row == {
+        "instruction": "Salam?",
+        "before_answer": "Hello!",
+        "before_chrf": 5.0,
+        "answer": "Salam!",
+        "chrf": 40.0,
+        "reference": "Salam.",
+    }
+    assert "before_answer" not in sft.samples(after, 2)[1]
+    before["rows"].reverse()
+    with pytest.raises(ValueError, match="instructions differ"):
+        sft.samples(after, 2, before=before)
+
+
+def test_a_run_row_and_the_main_record():
+    result = {
+        "method": "lora",
+        "packing": True,
+        "steps": 8,
+        "throughput": {"tokens_per_s": 50.0, "peak_rss_mb": 300.0},
+        "eval_loss": 2.5,
+        "best_step": 8,
+        "parameters": {"trainable": 100},
+        "mask": {"share": 0.4, "tokens": 10, "loss_tokens": 4},
+        "seconds": 9.0,
+    }
+    row = sft.run_row(result)
+    assert row["peak_mb"] == 300.0 and row["packing"] is True and row["chrf"] is None and row["loss_share"] == 0.4
+    on_gpu = sft.run_row({**result, "throughput": {**result["throughput"], "cuda_max_allocated_mb": 99.0}})
+    assert on_gpu["peak_mb"] == 99.0  # the GPU's allocation where there is one
+    rec = sft.main_record(result, {"chrf++": 7.5, "stopped_share": 0.5})
+    assert rec["main"]["chrf"] == rec["chrf"] == 7.5 and rec["mask"] == result["mask"] and rec["stopped_share"] == 0.5
+
+
 def test_an_unreachable_base_says_what_to_do(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
@@ -328,8 +376,9 @@ def test_notebook_07_on_tiny_params(tiny_base, tmp_path, monkeypatch):
     assert ok
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]["sft"]
     assert [r["step"] for r in m["data"]][:4] == ["read", "cleaned", "deduplicated", "held out"]
-    assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] == "on"
-    assert len(m["samples"]) == 3 and all(s["reference"] and "before SFT" in s for s in m["samples"])
+    assert m["main"]["steps"] == 8 and len(m["variants"]) == 1 and m["variants"][0]["packing"] is True
+    assert len(m["samples"]) == 3 and all(s["reference"] and "before_answer" in s for s in m["samples"])
+    assert m["main"]["chrf"] == m["chrf"] == m["chrf_before_after"]["after"]
     ch = m["chrf_before_after"]  # chrF++ of the held-out answers, before -> after, with a paired standard error
     assert (
         ch["n"] == m["counts"]["held_out"]

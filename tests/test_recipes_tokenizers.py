@@ -45,3 +45,39 @@ def test_a_missing_lexicon_file_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="data.lexicon: missing"):
         tokenizers.lexicon_check(cfg)
     assert tokenizers.lexicon_check(load_params(None, overrides={"data": {"lexicon": None}})) is None
+
+
+def test_best_summary_and_text_sizes():
+    """The best tokenizer of the sweep at the selected size (lossless, among the trained), its fertility on every
+    set by name, the target, and the reference baselines beside it; the sizes of the corpus and the eval sets."""
+    cfg = load_params(
+        None,
+        overrides={"tokenizer": {"vocab_size": 2000, "sweep": {"fertility_target": 2.0, "select_vocab_size": None}}},
+    )
+
+    def row(tok, ev, fert, vocab=2000, rt=1.0):
+        return {"tokenizer": tok, "eval_set": ev, "fertility": fert, "vocab_size": vocab, "roundtrip": rt}
+
+    rows = [
+        row("bpe-2k", "flores", 1.9),
+        row("bpe-2k", "xwmt", 2.2),
+        row("uni-2k", "flores", 1.8, rt=0.9),  # lossy: never the best
+        row("bpe-1k", "flores", 1.7, vocab=1000),  # another size
+        row("llama3", "flores", 3.4, vocab=128256),
+        row("llama3", "xwmt", 3.9, vocab=128256),
+    ]
+    trained = {"bpe-2k": None, "uni-2k": None, "bpe-1k": None}
+    best = tokenizers.best_summary(cfg, rows, {"flores": [], "xwmt": []}, trained)
+    assert best == {
+        "best": "bpe-2k",
+        "best_vocab_size": 2000,
+        "best_fertility": 1.9,
+        "selected_on": "flores",
+        "best_fertility_by_set": {"flores": 1.9, "xwmt": 2.2},
+        "fertility_target": 2.0,
+        "target_reached": True,
+        "reference_fertility": {"llama3": 3.4},
+    }
+    sizes = tokenizers.text_sizes(["Salam dünya", "Necəsən?"], {"flores": ["a b c"]})
+    assert sizes["corpus"] == {"documents": 2, "words": 3, "characters": 19, "bytes": 22}
+    assert sizes["eval_sets"] == {"flores": {"lines": 1, "words": 3}}

@@ -62,3 +62,27 @@ def test_zero3_with_fused_linear_cross_entropy_is_refused():
     cfg = load_params(None, overrides={"model": {"liger": {"fused_linear_cross_entropy": True}}})
     with pytest.raises(ValueError, match="ZeRO-3"):
         distributed_guard(cfg, {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"})
+
+
+def test_what_notebook_03_records_of_a_run(data):  # noqa: F811
+    """run_summary: every final metric per eval set (by the set's own name); data_summary; the curves with the
+    approximate training bpb; compare_rows (notebook 03's comparison table)."""
+    import math
+
+    from azllm.recipes import train
+    from azllm.recipes.benchmark import compare_rows
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = train_model(data["P"], data, max_steps=2, progress=False)
+    row = train.run_summary(run)
+    assert row["main_steps"] == 2 and row["method"] == "full" and row["liger_applied"] == [] and row["tokens_per_s"] > 0
+    assert row["final"] == run["final"] and row["final"]["flores"]["bpb"] == run["final"]["flores"]["bpb"]
+    assert row["first_val_loss"] == run["curves"]["eval"]["val"][0]["loss"]
+    s = train.data_summary(data, 3.0)
+    assert s["tokenizer_vocab"] == data["tokenizer"].vocab_size and s["dev_sets"] == "flores"
+    c = train.curves(run, 3.0)
+    assert c["eval"] == run["curves"]["eval"]
+    assert c["train"][0]["bpb_approx"] == run["curves"]["train"][0]["loss"] / math.log(2) / 3.0
+    (cmp,) = compare_rows([run])
+    assert cmp["val_bpb"] == round(run["final"]["val"]["bpb"], 4) and cmp["trainable"] == cmp["total"]

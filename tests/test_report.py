@@ -173,70 +173,53 @@ def test_unknown_notebook_is_a_params_error(tmp_path):
 
 
 def test_the_index_answers_the_study_beside_its_reference_points():
-    """The answers are read from the parts the notebooks record (shapes as in metrics.json); a part a run did not
-    produce is left out."""
+    """The answers are read from the parts the notebooks record (the recipes' results, as in metrics.json): every
+    number and every winner is read, none computed or chosen here; a part a run did not produce is left out."""
     from azllm.report import _headline
 
+    extend = {
+        "way": "extend",
+        "method": "lora",
+        "az_bpb_before": 3.1,
+        "az_bpb_after": 2.2,
+        "en_bpb_before": 1.5,
+        "en_bpb_after": 1.6,
+        "en_bpb_change": 0.1,
+    }
     metrics = {
         "tokenizers": {
             "best": "bpe-32k",
             "best_fertility": 1.44,
             "selected_on": "flores",
-            "table": [
-                {"tokenizer": "llama3", "eval_set": "flores", "fertility": 3.41},
-                {"tokenizer": "aztc-32k", "eval_set": "flores", "fertility": 1.467},
-                {"tokenizer": "llama3", "eval_set": "xwmt", "fertility": 9.0},
-            ],
+            "reference_fertility": {"llama3": 3.41, "aztc-32k": 1.467},
         },
         "train": {
-            "final_val_bpb": 2.4,
-            "final_flores_bpb": 2.37,
-            "final_val_uniform_bpb": 4.0,
-            "final_flores_uniform_bpb": 3.1,
+            "final": {"val": {"bpb": 2.4, "uniform_bpb": 4.0}, "flores": {"bpb": 2.37, "uniform_bpb": 3.1}},
             "tokenizer_vocab": 8192,
             "train_bytes_per_token": 3.25,
         },
-        "adapt": {
-            "runs": [
-                {
-                    "way": "keep",
-                    "method": "full",
-                    "az bpb before": 3.0,
-                    "az bpb after": 2.5,
-                    "en bpb before": 1.5,
-                    "en bpb after": 1.7,
-                },
-                {
-                    "way": "extend",
-                    "method": "lora",
-                    "az bpb before": 3.1,
-                    "az bpb after": 2.2,
-                    "en bpb before": 1.5,
-                    "en bpb after": 1.6,
-                },
-            ]
-        },
+        "adapt": {"runs": [{**extend, "way": "keep", "method": "full", "az_bpb_after": 2.5}, extend], "best": extend},
         "benchmark": {
             "variants": [
-                {"variant": "baseline", "status": "ok", "speed ×": 1.0, "memory ×": 1.0},
-                {"variant": "liger", "status": "unavailable", "speed ×": None},
+                {"variant": "baseline", "status": "ok", "speed_ratio": 1.0, "memory_ratio": 1.0},
+                {"variant": "liger", "status": "unavailable", "speed_ratio": None},
             ],
-            "cost": [{"variant": "baseline", "$ per 1B tokens": 1234.0, "price/h": 3.5}],
+            "fastest_variant": "baseline",
+            "cost": [{"variant": "baseline", "usd_per_billion_tokens": 1234.0, "price_per_hour": 3.5}],
+            "cheapest_variant": "baseline",
         },
         "evaluate": {
             "az_headline": "sib200_az_probe",
             "en_headline": "sib200_en_probe",
-            "ranking": [
-                {
-                    "way": "swap",
-                    "method": "full",
-                    "az_gain": 0.12,
-                    "az_gain_se": 0.03,
-                    "az_verdict": "gain",
-                    "en_change": -0.05,
-                    "en_verdict": "within noise",
-                }
-            ],
+            "top": {
+                "way": "swap",
+                "method": "full",
+                "az_gain": 0.12,
+                "az_gain_se": 0.03,
+                "az_verdict": "gain",
+                "en_change": -0.05,
+                "en_verdict": "within noise",
+            },
         },
     }
     rows = {q: (a, ref, page) for q, a, ref, page in _headline(metrics)}
@@ -252,10 +235,112 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     )
     assert rows["Adaptation that wins (Azerbaijani bpb)"][0].startswith("extend / lora: 3.100 → 2.200")
     assert "(+0.100)" in rows["Adaptation that wins (Azerbaijani bpb)"][0]
-    assert rows["Speed × and memory × of each technique"][0] == "baseline 1.00 / 1.00"  # liger did not run
-    assert rows["$ per billion tokens"][0] == "baseline $1,234"
+    # liger did not run; the winner is the recipe's
+    assert rows["Speed × and memory × of each technique"][0] == "baseline 1.00 / 1.00 (fastest: baseline)"
+    assert rows["$ per billion tokens"][0] == "baseline $1,234 (cheapest: baseline)"
     assert _headline({}) == []
     # a base at chance on every multiple-choice task: the answer says so and points to the real base's run
     metrics["evaluate"]["moved"] = {"base_at_chance": True}
     answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
     assert answer.startswith("none here: this base is a stand-in that sits at chance") and "smollm2.yaml" in answer
+
+
+def test_metrics_keys_are_snake_case_or_names_in_a_named_map():
+    """The schema of metrics.json (report.key_problems): every key is snake_case, except the keys of the maps of
+    report.NAMED_MAPS (names the user or the data chose); every notebook test checks its metrics.json with it
+    (conftest.run_notebooks)."""
+    from azllm.report import key_problems
+
+    good = {
+        "run": {"params": {"evaluate": {"probe": {"C": 1.0}}}, "packages": {"liger-kernel": "0.5"}},
+        "inputs": {"eval.flores": {"sha256": {"/data/a b.txt": "0" * 64}}},
+        "metrics": {
+            "train": {"final": {"FLORES-dev": {"bpb": 1.0}}, "tokens_per_s": 1.0},
+            "evaluate": {"after": {"keep-lora": {"tasks": {"MMLU az": {"acc": 0.5}}}}},
+            "tokenizers": {"recipe": [{"fertility": {"flores.en": 1.2}, "corpus_mb": 1.0}]},
+        },
+    }
+    assert key_problems(good) == []
+    bad = {
+        "metrics": {
+            "adapt": {"runs": [{"az bpb after": 1.0}]},
+            "train": {"final": {"val": {"Bpb": 1.0}}},  # a named map's values are checked
+            "benchmark": {"variants": [{"speed ×": 1.0}], "batch@256": 1},
+        }
+    }
+    assert key_problems(bad) == [
+        "metrics.adapt.runs.[].az bpb after",
+        "metrics.train.final.val.Bpb",
+        "metrics.benchmark.variants.[].speed ×",
+        "metrics.benchmark.batch@256",
+    ]
+
+
+def _keys_read(fn) -> set[str]:
+    """The constant keys a function reads: ``x["key"]`` and ``x.get("key")``."""
+    import ast
+    import inspect
+    import textwrap
+
+    keys = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(fn)))):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            keys.add(node.slice.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            keys.add(node.args[0].value)
+    return {k for k in keys if isinstance(k, str)}
+
+
+def _keys_written() -> set[str]:
+    """The constant keys the recipes and the library write (dict literals, ``dict(key=...)`` / ``.update(key=...)``,
+    ``x["key"] = ...``) and the sections and keys the notebooks record (``report.record(out_dir, "section", {...})``):
+    never tables.py, plots.py, report.py or the command line."""
+    import ast
+
+    pkg = REPO / "azllm"
+    presentation = {pkg / f for f in ("tables.py", "plots.py", "report.py", "cli.py", "__main__.py")}
+    keys: set[str] = set()
+    for path in [p for p in sorted(pkg.rglob("*.py")) if p not in presentation] + sorted(REPO.glob("notebooks/*.py")):
+        notebook = path.parent.name == "notebooks"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict) and not notebook:
+                keys.update(k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+            elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+                if name in ("dict", "update") and not notebook:
+                    keys.update(k.arg for k in node.keywords if k.arg)
+                if name == "record" and notebook and len(node.args) == 3:
+                    section, values = node.args[1], node.args[2]
+                    keys.add(section.value if isinstance(section, ast.Constant) else "")
+                    if isinstance(values, ast.Dict):
+                        keys.update(k.value for k in values.keys if isinstance(k, ast.Constant))
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and not notebook:
+                if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                    keys.add(node.slice.value)
+    return keys
+
+
+def test_every_key_the_index_reads_is_written_by_a_recipe():
+    """Statically: each key the index's answers read (report._headline and its helpers) is a key that a recipe (or
+    the library a recipe returns from) writes, or a section / key a notebook records; a display label such as
+    "speed ×" or "az bpb after" (which the index once read back from rows the tables had labelled) is not."""
+    from azllm import report
+
+    helpers = (
+        report._tokenizer_answer,
+        report._bpb_answer,
+        report._adapt_answer,
+        report._eval_answer,
+        report._technique_answers,
+    )
+    read = set().union(*map(_keys_read, helpers))
+    assert {"best", "final", "uniform_bpb", "az_bpb_after", "top", "speed_ratio", "fastest_variant"} <= read
+    written = _keys_written()
+    assert not {"speed ×", "az bpb after", "$ per 1B tokens", "price/h"} & written  # labels are written nowhere
+    assert read - written == set()

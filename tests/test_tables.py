@@ -1,75 +1,188 @@
-"""Tables of the reports (azllm.tables): built from real results of a tiny run, nothing computed anew; an eval set
-of any name works (the adaptation table used to need one called "flores")."""
+"""Tables of the reports (azllm.tables): they rename the recipes' keys into display labels, choose columns and
+format; they compute nothing. The source of tables.py is read and holds no arithmetic; the labels live there only;
+the tables of real recipe rows carry the recipes' numbers unchanged."""
 
-import warnings
+import ast
+import inspect
+import textwrap
+from pathlib import Path
 
 import pytest
-from train_helpers import data  # noqa: F401  (module fixture: tokenizer + token files of the fixture corpus)
 
-from azllm import memory as mem
-from azllm import tables
+from azllm import report, tables
 
+AZLLM = Path(tables.__file__).resolve().parent
 
-@pytest.fixture(scope="module")
-def run(data):  # noqa: F811
-    from azllm.recipes.train import train_model
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return train_model(data["P"], data, max_steps=4, output_dir=data["art"] / "tables-run", progress=False)
-
-
-def test_run_summary_flattens_every_final_metric(run):
-    row = tables.run_summary(run)
-    assert row["main_steps"] == 4 and row["method"] == "full"
-    assert (
-        row["final_val_bpb"] == run["final"]["val"]["bpb"]
-        and row["final_flores_loss"] == run["final"]["flores"]["loss"]
-    )
-    assert row["liger_applied"] == [] and row["tokens_per_s"] > 0
-
-
-def test_compare_rows_and_data_summary(run, data):  # noqa: F811
-    (row,) = tables.compare_rows([run])
-    assert row["val_bpb"] == round(run["final"]["val"]["bpb"], 4) and row["trainable"] == row["total"]
-    s = tables.data_summary(data, 3.0)
-    assert s["tokenizer_vocab"] == data["tokenizer"].vocab_size and s["dev_sets"] == "flores"
-
-
-def test_adapt_rows_use_the_runs_own_set_names(run):
-    renamed = {
-        **run,
-        "way": "keep",
-        "vocab_size": 512,
-        "new_rows": "none",
-        "az_set": "my_az",
-        "en_set": "val",
-        "curves": {
-            **run["curves"],
-            "eval": {"my_az": run["curves"]["eval"]["flores"], "val": run["curves"]["eval"]["val"]},
-        },
-        "final": {"my_az": run["final"]["flores"], "val": run["final"]["val"]},
-    }
-    (row,) = tables.adapt_rows([renamed], {"keep": 2.5})
-    assert row["az bpb after"] == run["final"]["flores"]["bpb"] and row["en bpb after"] == run["final"]["val"]["bpb"]
-    assert row["tokens/word"] == 2.5 and row["az bpb before"] == run["curves"]["eval"]["flores"][0]["bpb"]
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)
+NUMERIC_CALLS = {"sum", "abs", "min", "max", "divmod", "pow"}
+NUMERIC_METHODS = {
+    "sum",
+    "mean",
+    "median",
+    "abs",
+    "max",
+    "min",
+    "div",
+    "truediv",
+    "floordiv",
+    "mul",
+    "sub",
+    "add",
+    "pow",
+    "cumsum",
+    "cumprod",
+    "diff",
+    "pct_change",
+    "prod",
+    "std",
+    "var",
+    "quantile",
+    "nlargest",
+    "nsmallest",
+    "idxmax",
+    "idxmin",
+}
+NUMERIC_MODULES = {"math", "statistics", "numpy", "decimal", "fractions", "operator"}
 
 
-def test_split_rows_and_summary(data):  # noqa: F811
-    from azllm.tokens import read_header
+def _is_text(node) -> bool:
+    """A str expression by its form: a str literal, an f-string, a concatenation with one, a choice between two,
+    ``"sep".join(...)``, ``str(...)``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) or _is_text(node.right)
+    if isinstance(node, ast.IfExp):
+        return _is_text(node.body) and _is_text(node.orelse)
+    if isinstance(node, ast.Call):
+        f = node.func
+        return (isinstance(f, ast.Name) and f.id == "str") or (
+            isinstance(f, ast.Attribute) and f.attr == "join" and _is_text(f.value)
+        )
+    return False
 
-    enc = {
-        "train": data["train"],
-        "val": data["val"],
-        "skipped": 0,
-        "dtype": "uint16",
-        **{f"{s}_tokens": read_header(data[s])["n_tokens"] for s in ("train", "val")},
-        "train_docs": 90,
-        "val_docs": 10,
-    }
-    s = tables.split_summary(enc)
-    assert s["val_share_of_docs"] == pytest.approx(0.1)
-    assert [r["split"] for r in tables.split_rows(enc)] == ["train", "val"]
+
+def arithmetic(source: str) -> list[str]:
+    """Every arithmetic operation in ``source``, as ``"line: code"``: a binary operator on numbers (``+`` only
+    when neither side is text by its form), an augmented assignment that is not a text concatenation, a unary minus
+    or plus on anything but a literal, a call of ``sum``/``abs``/``min``/``max``..., a pandas/numpy reduction or
+    arithmetic method (``.mean()``, ``.div()``...), an import of a numeric module."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        bad = False
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ARITHMETIC):
+            bad = not (isinstance(node.op, ast.Add) and _is_text(node))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ARITHMETIC):
+            bad = not (isinstance(node.op, ast.Add) and _is_text(node.value))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            bad = not isinstance(node.operand, ast.Constant)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            bad = (isinstance(f, ast.Name) and f.id in NUMERIC_CALLS) or (
+                isinstance(f, ast.Attribute) and f.attr in NUMERIC_METHODS
+            )
+        elif isinstance(node, ast.Import):
+            bad = any(a.name.split(".")[0] in NUMERIC_MODULES for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            bad = (node.module or "").split(".")[0] in NUMERIC_MODULES
+        if bad:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = a / b",
+        "x = r['tokens'] - r['base']",
+        "x = st and st * 1e3",
+        "x = n // 2",
+        "x = n % 3",
+        "x = n ** 2",
+        "x = a @ b",
+        "x = a + b",  # two numbers as far as the form says
+        "x = (a + b) + 'x'",  # the inner sum is arithmetic
+        "x = -r['slope']",
+        "x = f'{a / b:.2f}'",  # inside an f-string's braces, still arithmetic
+        "total += n",
+        "xs += [1]",
+        "x = sum(xs)",
+        "x = max(a, b)",
+        "x = abs(a - 1)",
+        "x = df['speed'].mean()",
+        "x = (df['pred'] - 1).abs().max()",
+        "x = df.div(base)",
+        "import statistics",
+        "from math import log",
+        "import numpy as np",
+    ],
+)
+def test_the_arithmetic_finder_finds_planted_arithmetic(code):
+    assert arithmetic(code), code
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = 'a' + b",
+        "x = f'{a:.2f}' + ', '.join(xs) + '.'",
+        "x = r['status'] + ': ' + note",
+        "s += f'{x}'",
+        "s += 'a' if c else 'b'",
+        "x = str(n) + 'x'",
+        "x = -1",
+        "x = df.round(3)",
+        "x = f'{a:.2%}'",
+        "x = len(rows)",
+    ],
+)
+def test_the_arithmetic_finder_passes_text(code):
+    assert not arithmetic(code), code
+
+
+def test_tables_does_no_arithmetic():
+    """tables.py renames, chooses columns and formats: every number it shows was computed by a recipe."""
+    source = Path(tables.__file__).read_text()
+    tree = ast.parse(source)
+    functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert set(tables.__all__) - set(functions) <= {"LABELS", "ENCODER_LABELS", "VERDICT_MARK", "ALSO_SHOWN"}
+    assert len(functions) >= 30  # the module as it is, not an empty parse
+    texts = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and _is_text(n)]
+    assert texts  # the walk reaches the functions' bodies (their text concatenations)
+    assert arithmetic(source) == []
+
+
+def test_the_index_answers_do_no_arithmetic():
+    """The index reads the recipes' numbers and winners: its answer helpers format, they compute nothing."""
+    helpers = [
+        report._headline,
+        report._tokenizer_answer,
+        report._bpb_answer,
+        report._adapt_answer,
+        report._eval_answer,
+        report._technique_answers,
+        report._f,
+    ]
+    for f in helpers:
+        assert arithmetic(textwrap.dedent(inspect.getsource(f))) == [], f.__name__
+
+
+def test_display_labels_live_in_tables_only():
+    """No display label (a value of tables.LABELS that is not a snake_case key) is a key in what the recipes or the
+    report write: the recipes write snake_case keys, tables renames them."""
+    labels = {v for v in tables.LABELS.values() if not report.SNAKE_CASE.match(v)}
+    assert "speed ×" in labels and "$ per 1B tokens" in labels
+    for path in sorted((AZLLM / "recipes").glob("*.py")) + [AZLLM / "report.py"]:
+        keys = {
+            k.value
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Dict)
+            for k in node.keys
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        }
+        assert not keys & labels, f"{path.name} writes display labels {sorted(keys & labels)}"
 
 
 def test_records_turn_nan_into_none():
@@ -78,71 +191,65 @@ def test_records_turn_nan_into_none():
     assert tables.records(pd.DataFrame([{"a": float("nan"), "b": 1.0}])) == [{"a": None, "b": 1.0}]
 
 
-def test_summary_ratios_and_prediction_table():
-    res = {
-        "results": [
-            {
-                "variant": "baseline",
-                "status": "ok",
-                "tokens_per_s": [100, 110, 90],
-                "step_s": [1, 1, 1],
-                "peak_mb": [50, 52, 48],
-                "predicted": mem.predict_memory(
-                    dict(
-                        hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, vocab_size=10
-                    ),
-                    "baseline",
-                    1,
-                    4,
-                ),
-            },
-            {
-                "variant": "ckpt",
-                "status": "ok",
-                "tokens_per_s": [80, 80, 80],
-                "step_s": [1, 1, 1],
-                "peak_mb": [25, 25, 25],
-                "predicted": {
-                    "weights": 0,
-                    "grads": 0,
-                    "optimizer": 0,
-                    "activations": 0,
-                    "logits": 0,
-                    "total": 25 * 2**20,
-                },
-            },
-            {
-                "variant": "liger",
-                "status": "unavailable",
-                "reason": "not available on this device: no CUDA",
-                "predicted": {"weights": 0, "grads": 0, "optimizer": 0, "activations": 0, "logits": 0, "total": 1},
-            },
-        ]
-    }
-    df = tables.summary_table(res)
-    assert list(df.variant) == ["baseline", "ckpt", "liger"]  # never dropped
-    assert df.loc[1, "speed ×"] == pytest.approx(0.8) and df.loc[1, "memory ×"] == pytest.approx(0.5)
-    assert (df.loc[0, "tokens/s min"], df.loc[0, "tokens/s max"]) == (90, 110)
-    assert df.loc[2, "note"].startswith("not available")
-    pred = tables.prediction_table(res)
-    assert pred.loc[1, "pred/meas"] == pytest.approx(1.0)
+def test_variant_table_renames_and_keeps_the_numbers():
+    rows = [
+        {
+            "variant": "baseline",
+            "status": "ok",
+            "tokens_per_s_median": 100.0,
+            "tokens_per_s_min": 90,
+            "tokens_per_s_max": 110,
+            "speed_ratio": 1.0,
+            "memory_ratio": 1.0,
+            "reserved_mb_median": None,
+            "note": "",
+        },
+        {"variant": "liger", "status": "unavailable", "note": "not available on this device: no CUDA"},
+    ]
+    df = tables.variant_table(rows)
+    assert list(df.columns[:6]) == ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×"]
+    assert df.loc[0, "tokens/s"] == 100.0 and "reserved MB" not in df  # measured nowhere: not shown
+    assert (
+        tables.variant_notes(rows)
+        == "**Not run here:**\n\n- `liger`: unavailable — not available on this device: no CUDA"
+    )
+    assert tables.variant_notes(rows[:1]) == ""
 
 
-def test_sft_samples_put_the_base_answer_beside_the_trained_one():
-    after = {
-        "rows": [
-            {"prompt": "Salam?", "answer": "Salam!", "reference": "Salam.", "chrf++": 40.0},
-            {"prompt": "Nə?", "answer": "Bu.", "reference": "O.", "chrf++": 10.0},
-        ]
+def test_prediction_notes_are_the_summary_in_words():
+    summary = {
+        "n_measured": 2,
+        "max_rel_pred_error": 0.05,
+        "baseline": {"logits_mb": 30.0, "predicted_mb": 100.0, "logits_share": 0.3, "weights_optimizer_share": 0.4},
     }
-    before = {
-        "rows": [
-            {"prompt": "Salam?", "answer": "Hello!", "reference": "Salam.", "chrf++": 5.0},
-            {"prompt": "Nə?", "answer": "What?", "reference": "O.", "chrf++": 0.0},
-        ]
-    }
-    (row,) = tables.sft_samples(after, 1, before=before)
-    assert row == {
+    first, second = tables.prediction_notes(summary)
+    assert first == "largest relative error over 2 measured variants: 5.0%"
+    assert "is 30% of the predicted peak (30 of 100 MiB)" in second and "states are 40%" in second
+    assert tables.prediction_notes({"n_measured": 0, "max_rel_pred_error": None}) == [
+        "largest relative error over 0 measured variants: none measured"
+    ]
+
+
+def test_fit_and_encoder_tables_label_their_columns():
+    fit = tables.fit_table([{"model": "tiny", "params_m": 1.5, "variant": "baseline", "batch_at_256": 8}])
+    assert list(fit.columns) == ["model", "params (M)", "variant", "batch@256"]
+    enc = tables.encoder_table([{"variant": "c", "scale": 10, "mtokens_per_s": 1.5, "vs_a": None}])
+    assert enc.loc[0, "variant"] == "(c) azllm encode_corpus" and enc.loc[0, "scale"] == "10x"
+    assert enc.loc[0, "Mtokens/s"] == 1.5
+
+
+def test_samples_table_puts_the_base_answer_beside_the_trained_one():
+    rows = [
+        {
+            "instruction": "Salam?",
+            "before_answer": "Hello!",
+            "before_chrf": 5.0,
+            "answer": "Salam!",
+            "chrf": 40.0,
+            "reference": "Salam.",
+        }
+    ]
+    assert tables.samples_table(rows).iloc[0].to_dict() == {
         "instruction": "Salam?",
         "before SFT": "Hello!",
         "chrF++ before": 5.0,
@@ -150,10 +257,6 @@ def test_sft_samples_put_the_base_answer_beside_the_trained_one():
         "chrF++": 40.0,
         "reference": "Salam.",
     }
-    assert "before SFT" not in tables.sft_samples(after, 2)[1]
-    before["rows"].reverse()
-    with pytest.raises(ValueError, match="instructions differ"):
-        tables.sft_samples(after, 2, before=before)
 
 
 def test_pair_sentence_names_only_changes_beyond_the_noise():

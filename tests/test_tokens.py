@@ -32,9 +32,11 @@ def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     )
     assert ok, (run_dir / "metrics.json").read_text()[-3000:]
     m = json.loads((run_dir / "metrics.json").read_text())["metrics"]
-    stats = m["tokens_corpus"]
+    stats = {r["source"]: r for r in m["tokens_corpus"]["sources"]}
     assert stats["all"]["documents"] > 0 and 1.0 < stats["all"]["tokens_per_word"] < 6.0
     assert m["tokens_split"]["train_tokens"] > m["tokens_split"]["val_tokens"] > 0
     bench = m["tokens_benchmark"]
-    assert bench["c@1"]["tokens_per_s"] > 0 and "c_rss_growth_1x_to_Nx_mb" in bench["ratios"]
+    rows = {(r["variant"], r["scale"]): r for r in bench["variants"]}
+    assert rows[("c", 1)]["tokens_per_s"] > 0 and "c_rss_growth_1x_to_nx_mb" in bench["ratios"]
+    assert rows[("limit", 1)]["vs_limit"] == 1.0 and rows[("a", 1)]["vs_a"] == 1.0
     assert (run_dir / "02_tokens.html").is_file()

@@ -214,8 +214,8 @@ def test_notebook_03_runs_under_papermill(tmp_path, monkeypatch):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert ok, metrics["notebooks"]
     m = metrics["metrics"]["train"]
-    assert m["final_val_bpb"] > 0 and m["tokens_per_s"] > 0
-    assert m["final_val_loss"] < m["first_val_loss"]
+    assert m["final"]["val"]["bpb"] > 0 and m["tokens_per_s"] > 0
+    assert m["final"]["val"]["loss"] < m["first_val_loss"]
     assert (run_dir / "03_train.html").is_file()
 
 

@@ -55,6 +55,7 @@ from .data import (
     _baselines,
     _Section,
 )
+from .distill import DeployConfig, DistillConfig
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
 from .sft import SftConfig, SftSourceConfig, SftVariant
@@ -108,6 +109,8 @@ __all__ = [
     "SftConfig",
     "SftSourceConfig",
     "SftVariant",
+    "DistillConfig",
+    "DeployConfig",
 ]
 
 
@@ -164,6 +167,10 @@ class Config(_Section):
     """The SageMaker training job of ``python -m azllm launch``."""
     sft: SftConfig = Field(default_factory=SftConfig)
     """Instruction tuning (notebook 07, ``azllm sft``)."""
+    distill: DistillConfig = Field(default_factory=DistillConfig)
+    """Knowledge distillation of a small student (notebook 08, ``azllm distill``)."""
+    deploy: DeployConfig = Field(default_factory=DeployConfig)
+    """GGUF files for llama.cpp with their checks (notebook 08, ``azllm deploy``)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able nested dicts (what reports record)."""

@@ -78,12 +78,12 @@ def contamination_hits(folder: Path, eval_lines: dict[str, list[str]], *, limit:
 
 
 def size_counts(docs, tok=None, batch: int = 2000) -> dict:
-    """Documents, words, MB and (with a tokenizer ``tok``) tokens of ``docs``.
+    """Documents, words, MB (``mb``, 10**6 bytes) and (with a tokenizer ``tok``) tokens of ``docs``.
 
     >>> size_counts(["Salam dünya", "Necəsən?"])
-    {'documents': 2, 'words': 3, 'MB': 2.2e-05}
+    {'documents': 2, 'words': 3, 'mb': 2.2e-05}
     """
-    out = {"documents": 0, "words": 0, "MB": 0.0}
+    out = {"documents": 0, "words": 0, "mb": 0.0}
     if tok is not None:
         out["tokens"] = 0
     buf: list[str] = []
@@ -96,10 +96,10 @@ def size_counts(docs, tok=None, batch: int = 2000) -> dict:
     for d in docs:
         out["documents"] += 1
         out["words"] += len(d.split())
-        out["MB"] += len(d.encode("utf-8")) / 1e6
+        out["mb"] += len(d.encode("utf-8")) / 1e6
         buf.append(d)
         if len(buf) >= batch:
             flush()
     flush()
-    out["MB"] = round(out["MB"], 6)
+    out["mb"] = round(out["mb"], 6)
     return out

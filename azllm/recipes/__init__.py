@@ -2,8 +2,13 @@
 
 Like torchtune's recipes, each stage is one small module that reads only its own config sections, calls the
 library with plain named arguments and returns plain results; notebooks and the CLI call these and show what
-comes back. Data flows one way: library <- recipes <- presentation (:mod:`azllm.tables`, :mod:`azllm.plots`,
-:mod:`azllm.report`) and the command line (:mod:`azllm.cli`), with no cycles (tests/test_imports.py).
+comes back. Every number a report shows or records is computed here (or in the library): medians, ratios, shares,
+costs, the fit plan and the winners (the best tokenizer, :func:`~azllm.recipes.adapt.best_run`, the ranking's
+``top``, the fastest and cheapest variant); results are plain dicts and rows with snake_case keys, which the
+notebooks record into ``metrics.json`` as they are (its schema: :mod:`azllm.report`) and which
+:mod:`azllm.tables` only renames into display labels. Data flows one way: library <- recipes <- presentation
+(:mod:`azllm.tables`, :mod:`azllm.plots`, :mod:`azllm.report`) and the command line (:mod:`azllm.cli`), with no
+cycles (tests/test_imports.py).
 
 - :mod:`~azllm.recipes.paths`: :class:`~azllm.recipes.paths.Paths`, where everything of a run lives;
 - :mod:`~azllm.recipes.specs`: params sections -> the library's specs (:func:`~azllm.recipes.specs.build_spec`);

@@ -13,6 +13,8 @@ Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
   (:data:`EN_SET`), in bits per byte (comparable across tokenizers);
 - :func:`extension_table`: tokens per word of real base tokenizers extended by several ``n_new``;
 - :func:`export_run`: a finished run as one standalone folder;
+- :func:`tokenizer_rows`, :func:`run_row`, :func:`runs_record`: what notebook 05 shows and records, and
+  :func:`best_run`, the winner (the lowest Azerbaijani bits per byte) that the index and notebook 07 use;
 - :func:`run_study`: the study loop (base -> documents -> each way's tokenizer -> each way x method's run), the one
   place notebooks 05 and 06 and the SFT base (:func:`azllm.recipes.sft.base_folder`) get it from. Every step is
   cached on disk (tokenizers by their inputs, runs by :func:`azllm.train.run_key`), so a second call returns what
@@ -49,6 +51,9 @@ __all__ = [
     "extension_table",
     "az_documents",
     "tokenizer_rows",
+    "best_run",
+    "run_row",
+    "runs_record",
     "export_run",
     "gguf_base",
 ]
@@ -206,22 +211,64 @@ def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> d
 
 
 def tokenizer_rows(toks: dict, base_tok, eval_sets: dict[str, list[str]], english: list[str]) -> list[dict]:
-    """Per way: vocabulary, tokens per word on each eval set, share of English tokens changed against the base."""
+    """Per way: vocabulary size, tokens per word on each eval set (``{set: value}``), share of English tokens
+    changed against the base."""
     from ..metrics import tokenizer_metrics
     from ..vocab import changed_token_share
 
     return [
         {
             "way": w,
-            "vocab": t.vocab_size,
-            **{
-                f"tokens/word {ev}": tokenizer_metrics(t, lines, morph=False)["fertility"]
-                for ev, lines in eval_sets.items()
+            "vocab_size": t.vocab_size,
+            "tokens_per_word": {
+                ev: tokenizer_metrics(t, lines, morph=False)["fertility"] for ev, lines in eval_sets.items()
             },
-            "English tokens changed": changed_token_share(base_tok, t, english),
+            "english_tokens_changed": changed_token_share(base_tok, t, english),
         }
         for w, t in toks.items()
     ]
+
+
+def best_run(results: list[dict]) -> dict:
+    """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``): the winner of the study
+    (the index's answer, notebook 05's ``best``, and the base notebook 07 instruction-tunes)."""
+    if not results:
+        raise ValueError("no adaptation run to choose from (adapt.ways x adapt.methods is empty)")
+    return min(results, key=lambda r: r["final"][r["az_set"]]["bpb"])
+
+
+def run_row(result: dict, tokens_per_word: float | None) -> dict:
+    """One adaptation run in one row: way, method, vocabulary size, tokens per word of its tokenizer on the run's
+    Azerbaijani set (``az_set``, whatever its name), Azerbaijani and English (``en_set``) bits per byte before the
+    first step and after the last and the English change, tokens/s, wall time, trainable parameters, new rows."""
+    ev, az, en = result["curves"]["eval"], result["az_set"], result["en_set"]
+    return {
+        "way": result["way"],
+        "method": result["method"],
+        "vocab_size": result["vocab_size"],
+        "tokens_per_word": tokens_per_word,
+        "az_bpb_before": ev[az][0]["bpb"],
+        "az_bpb_after": result["final"][az]["bpb"],
+        "en_bpb_before": ev[en][0]["bpb"],
+        "en_bpb_after": result["final"][en]["bpb"],
+        "en_bpb_change": result["final"][en]["bpb"] - ev[en][0]["bpb"],
+        "tokens_per_s": result["throughput"]["tokens_per_s"],
+        "wall_s": result["seconds"],
+        "trainable": result["parameters"]["trainable"],
+        "new_rows": result["new_rows"],
+    }
+
+
+def runs_record(cfg: Config, results: list[dict], tok_rows: list[dict]) -> dict:
+    """What notebook 05 records of the study's runs: one :func:`run_row` per run (tokens per word from
+    :func:`tokenizer_rows` on :func:`az_set`), the winner (:func:`best_run`) as ``best`` and ``adapt.steps``."""
+    fert = {r["way"]: r["tokens_per_word"].get(az_set(cfg)) for r in tok_rows}
+    best = best_run(results) if results else None
+    return {
+        "runs": [run_row(r, fert.get(r["way"])) for r in results],
+        "best": run_row(best, fert.get(best["way"])) if best else None,
+        "steps": cfg.adapt.steps,
+    }
 
 
 def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
@@ -260,7 +307,8 @@ EXPORT_FORMAT = 2
 
 def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[str], docs: list[str]) -> list[dict]:
     """Tokens per word of each ``adapt.extend_bases`` baseline extended by each ``adapt.extend_sizes`` on
-    ``docs``, with the share of English tokens that change, next to our own tokenizer at the selected size."""
+    ``docs``, with the share of English tokens that change, next to our own tokenizer at the selected size; the
+    fertility and round trip of every eval set as ``{set: value}``."""
     from ..tokenizer import load_tokenizer
     from ..vocab import changed_token_share, extend_tokenizer
 
@@ -302,10 +350,10 @@ def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[
 def _fertility_cols(tok, eval_sets: dict[str, list[str]]) -> dict:
     from ..metrics import tokenizer_metrics
 
-    out = {}
+    out: dict = {"fertility": {}, "roundtrip": {}}
     for ev, lines in eval_sets.items():
         m = tokenizer_metrics(tok, lines, morph=False)
-        out.update({f"fertility_{ev}": m["fertility"], f"roundtrip_{ev}": m["roundtrip"]})
+        out["fertility"][ev], out["roundtrip"][ev] = m["fertility"], m["roundtrip"]
     return out
 
 

@@ -8,6 +8,13 @@ Reads ``benchmark`` (and ``train``/``model`` for the comparisons that train the 
   fresh process, over several rounds;
 - :func:`overhead_benchmark`: the training path against a bare loop (:mod:`azllm.bench.overhead`);
 - :func:`gpu_params`: the params of the GPU run (``params/gpu.yaml``) and of its CPU dry run.
+
+What notebook 04 shows and records, computed here (the tables only rename and format): :func:`variant_rows`
+(medians, min-max, speed and memory ratios against the baseline), :func:`prediction_rows` and
+:func:`prediction_summary` (the memory model against the measurement), :func:`cost_rows` (dollars per billion
+tokens), :func:`job_cost_rows` (a whole job, ``benchmark.job``), :func:`fit_rows` (the fit planner) and
+:func:`benchmark_record` (all of it, with the fastest, smallest and cheapest variant); :func:`compare_rows` gives
+notebook 03's rows of :func:`compare_methods`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,14 @@ from .paths import Paths
 from .sources import resolve
 
 __all__ = [
+    "variant_rows",
+    "prediction_rows",
+    "prediction_summary",
+    "cost_rows",
+    "job_cost_rows",
+    "fit_rows",
+    "benchmark_record",
+    "compare_rows",
     "benchmark_job",
     "benchmark_variant",
     "training_benchmark",
@@ -234,6 +249,28 @@ def compare_methods(
     return rows
 
 
+def compare_rows(runs: list[dict]) -> list[dict]:
+    """One row per run of :func:`compare_methods`: trainable and total parameters, tokens/s, step time, peak memory
+    and the final val loss and bits per byte."""
+    rows = []
+    for r in runs:
+        t = r["throughput"]
+        rows.append(
+            {
+                "method": r["method"],
+                "trainable": r["parameters"]["trainable"],
+                "total": r["parameters"]["total"],
+                "tokens_per_s": round(t["tokens_per_s"] or 0, 1),
+                "step_time_s": round(t["step_time_s"] or 0, 4),
+                "peak_rss_mb": t["peak_rss_mb"],
+                **({"cuda_max_allocated_mb": t["cuda_max_allocated_mb"]} if "cuda_max_allocated_mb" in t else {}),
+                "val_loss": round(r["final"]["val"]["loss"], 4),
+                "val_bpb": round(r["final"]["val"]["bpb"], 4),
+            }
+        )
+    return rows
+
+
 def methods_benchmark(
     cfg: Config,
     *,
@@ -338,3 +375,220 @@ def gpu_params(raw: dict, *, dry_run: bool) -> dict:
     import json
 
     return deep_update(raw, json.loads(json.dumps(GPU_DRY_RUN))) if dry_run else raw
+
+
+# --------------------------------------------------------------------------- what the training benchmark measured
+
+MIB = 2**20
+"""The memory model's bytes -> MiB (the unit of every ``*_mb`` of the benchmark: what the children measure)."""
+
+
+def _median(xs) -> float | None:
+    import statistics
+
+    xs = [x for x in (xs or []) if x is not None]
+    return float(statistics.median(xs)) if xs else None
+
+
+def _spread(xs) -> tuple[float | None, float | None, float | None]:
+    """Median, min and max of the measured values (None when nothing was measured)."""
+    xs = [x for x in (xs or []) if x is not None]
+    return (_median(xs), min(xs), max(xs)) if xs else (None, None, None)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds and seconds * 1e3
+
+
+def _ratio(x: float | None, ref: float | None) -> float | None:
+    return x / ref if x is not None and ref else None
+
+
+def variant_rows(bench: dict) -> list[dict]:
+    """One row per variant of :func:`training_benchmark` (none dropped): status, tokens/s, step time (ms) and peak
+    memory (MiB above the process baseline) as the median over the timed windows with their min and max, the loss
+    at the first and the last step, trainable parameters, the load average when it finished, why it did not run
+    (``note``); ``speed_ratio`` and ``memory_ratio`` against the ``baseline`` variant (or the first that ran)."""
+    rows = []
+    for r in bench["results"]:
+        tps, tmin, tmax = _spread(r.get("tokens_per_s"))
+        st, smin, smax = _spread(r.get("step_s"))
+        pk, pmin, pmax = _spread(r.get("peak_mb"))
+        rows.append(
+            {
+                "variant": r["variant"],
+                "status": r["status"],
+                "tokens_per_s_median": tps,
+                "tokens_per_s_min": tmin,
+                "tokens_per_s_max": tmax,
+                "step_ms_median": _ms(st),
+                "step_ms_min": _ms(smin),
+                "step_ms_max": _ms(smax),
+                "peak_mb_median": pk,
+                "peak_mb_min": pmin,
+                "peak_mb_max": pmax,
+                "reserved_mb_median": _median(r.get("reserved_mb")),
+                "loss_first": r.get("loss_first"),
+                "loss_last": r.get("loss_last"),
+                "trainable": r.get("trainable"),
+                "load": r.get("load_end"),
+                "note": r.get("reason", ""),
+            }
+        )
+    ok = [r for r in rows if r["status"] == "ok"]
+    base = next((r for r in ok if r["variant"] == "baseline"), ok[0] if ok else None)
+    for r in rows:
+        r["speed_ratio"] = _ratio(r["tokens_per_s_median"], base and base["tokens_per_s_median"])
+        r["memory_ratio"] = _ratio(r["peak_mb_median"], base and base["peak_mb_median"])
+    return rows
+
+
+PREDICTED_PARTS = ("weights", "grads", "optimizer", "activations", "logits")
+"""The components of the memory model's predicted peak (:func:`azllm.memory.predict_memory`)."""
+
+
+def prediction_rows(bench: dict) -> list[dict]:
+    """Per variant: the memory model's prediction by component (``<part>_mb``) and in total, in MiB, next to the
+    measured median peak and their ratio (None where nothing was measured)."""
+    rows = []
+    for r in bench["results"]:
+        p = r["predicted"]
+        row = {"variant": r["variant"], "status": r["status"]}
+        row.update({f"{k}_mb": p[k] / MIB for k in PREDICTED_PARTS})
+        row["predicted_mb"] = p["total"] / MIB
+        row["measured_mb"] = _median(r.get("peak_mb"))
+        row["predicted_over_measured"] = _ratio(row["predicted_mb"], row["measured_mb"])
+        rows.append(row)
+    return rows
+
+
+def prediction_summary(rows: list[dict]) -> dict:
+    """Of :func:`prediction_rows`: the largest relative error over the measured variants, and what the baseline's
+    predicted peak is made of (the loss head's share, the share of weights + optimizer states)."""
+    ran = [r for r in rows if r["predicted_over_measured"] is not None]
+    out = {
+        "n_measured": len(ran),
+        "max_rel_pred_error": max(abs(r["predicted_over_measured"] - 1) for r in ran) if ran else None,
+    }
+    base = next((r for r in rows if r["variant"] == "baseline"), None)
+    if base is not None:
+        out["baseline"] = {
+            "logits_mb": base["logits_mb"],
+            "predicted_mb": base["predicted_mb"],
+            "logits_share": _ratio(base["logits_mb"], base["predicted_mb"]),
+            "weights_optimizer_share": _ratio(base["weights_mb"] + base["optimizer_mb"], base["predicted_mb"]),
+        }
+    return out
+
+
+def cost_rows(cfg: Config, bench: dict) -> list[dict]:
+    """Dollars per 10**9 training tokens per variant at ``benchmark.price_per_hour`` and the measured median
+    tokens/s (``_best`` at the fastest window, ``_worst`` at the slowest), and the days it takes."""
+    from .. import memory as mem
+
+    b, rows = cfg.benchmark, []
+    for r in bench["results"]:
+        m, lo, hi = _spread(r.get("tokens_per_s"))
+        rows.append(
+            {
+                "variant": r["variant"],
+                "status": r["status"],
+                "tokens_per_s_median": m,
+                "usd_per_billion_tokens": mem.cost_per_billion_tokens(m, b.price_per_hour) if m else None,
+                "usd_per_billion_tokens_best": mem.cost_per_billion_tokens(hi, b.price_per_hour) if hi else None,
+                "usd_per_billion_tokens_worst": mem.cost_per_billion_tokens(lo, b.price_per_hour) if lo else None,
+                "days_per_billion_tokens": 1e9 / m / 86400 if m else None,
+                "price_per_hour": b.price_per_hour,
+                "instance": b.price_label,
+            }
+        )
+    return rows
+
+
+def job_cost_rows(cfg: Config, bench: dict) -> list[dict]:
+    """The cost of the whole job of ``benchmark.job`` per variant (:func:`azllm.memory.job_cost`): the measured
+    median tokens/s of one device (or the planned ``job.tokens_per_s``) x devices, on-demand vs spot, plus storage
+    of the kept checkpoints (the trainable weights and their AdamW states: adapters only for LoRA/QLoRA)."""
+    from .. import memory as mem
+
+    job, rows = cfg.benchmark.job, []
+    for r in bench["results"]:
+        tps = job.tokens_per_s or _median(r.get("tokens_per_s"))
+        if not tps:
+            continue
+        adapters = r["spec"].get("lora") if r.get("spec") else False
+        ckpt = mem.checkpoint_bytes(r["predicted"], adapters=bool(adapters), trainable=r.get("trainable") or 0)
+        c = mem.job_cost(
+            tokens=job.tokens,
+            tokens_per_s=tps * job.gpus_per_instance * job.instances,
+            instances=job.instances,
+            price_per_hour=job.price_per_hour,
+            spot_price_per_hour=job.spot_price_per_hour,
+            checkpoint_bytes=ckpt,
+            keep_checkpoints=job.keep_checkpoints,
+            storage_price_gb_month=job.storage_price_gb_month,
+        )
+        rows.append(
+            {
+                "variant": r["variant"],
+                "tokens_per_s_per_device": tps,
+                "tokens_per_s_source": "planned" if job.tokens_per_s else f"measured on {bench['device']}",
+                "instance": f"{job.instances} x {job.instance}",
+                "hours": c["hours"],
+                "on_demand_usd": c["on_demand"],
+                "spot_usd": c["spot"],
+                "checkpoint_gb": c["checkpoint_gb"],
+                "storage_usd": c["storage"],
+            }
+        )
+    return rows
+
+
+def fit_rows(cfg: Config, device: str = "cuda") -> list[dict]:
+    """The fit planner (:func:`azllm.memory.fit_plan`) for every model and variant of ``benchmark.fit``
+    (:func:`fit_models`): the model, its parameters in millions, then the planner's row."""
+    from .. import memory as mem
+
+    fit = cfg.benchmark.fit
+    models, variants = fit_models(cfg)
+    rows = []
+    for name, config in models.items():
+        params_m = mem.parameter_count(config)["total"] / 1e6
+        plan = mem.fit_plan(config, variants, fit.budgets_gb, fit.seq_lens, reserve_gb=fit.reserve_gb, device=device)
+        rows += [{"model": name, "params_m": params_m, **r} for r in plan]
+    return rows
+
+
+def _winner(rows: list[dict], key: str, *, lowest: bool) -> str | None:
+    """The variant of ``rows`` with the lowest (or highest) ``key``; None when no row has it."""
+    have = [r for r in rows if r.get(key) is not None]
+    if not have:
+        return None
+    return (min if lowest else max)(have, key=lambda r: r[key])["variant"]
+
+
+def benchmark_record(bench: dict, variants: list[dict], predicted: list[dict], cost: list[dict], fit: list[dict]):
+    """Every number of the training benchmark for ``metrics.json`` (section ``benchmark``): the run's shape, the
+    rows of :func:`variant_rows`, :func:`prediction_rows` (and :func:`prediction_summary`), :func:`cost_rows`,
+    :func:`fit_rows`, the OOM probe, the raw results, and the winners: the fastest variant, the one with the
+    smallest peak memory and the cheapest per token (among those that ran)."""
+    ok = [r for r in variants if r["status"] == "ok"]
+    return {
+        "device": bench["device"],
+        "config": bench["config"],
+        "tokens": bench["tokens"],
+        "batch": bench["batch"],
+        "seq": bench["seq"],
+        "variants": variants,
+        "predicted_vs_measured": predicted,
+        "prediction": prediction_summary(predicted),
+        "cost": cost,
+        "fit_planner": fit,
+        "oom_probe": bench.get("oom_probe"),
+        "n_ok": len(ok),
+        "n_variants": len(variants),
+        "fastest_variant": _winner(ok, "tokens_per_s_median", lowest=False),
+        "smallest_memory_variant": _winner(ok, "peak_mb_median", lowest=True),
+        "cheapest_variant": _winner(cost, "usd_per_billion_tokens", lowest=True),
+        "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
+    }

@@ -6,6 +6,9 @@ settings under :meth:`Paths.corpus <azllm.recipes.paths.Paths.corpus>`), :func:`
 held-out sets every stage evaluates on; the corpus stage decontaminates against them and against the texts of every
 local evaluation task named in ``evaluate.tasks`` (:func:`azllm.recipes.tasks.decontamination_sets`).
 
+:func:`removal_rows` and :func:`mix_rows` are what notebook 00 shows of the manifest and the mix (computed here,
+formatted by :mod:`azllm.tables`).
+
 A name in ``corpus.mix.weights`` / ``caps`` that matches no source is a warning, not a stop: the default params
 name the files of ``../shared``, and the hub fallback or the shipped sample have other sources.
 """
@@ -24,7 +27,7 @@ from .paths import Paths
 from .sources import resolve
 from .tasks import decontamination_sets
 
-__all__ = ["run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents"]
+__all__ = ["run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents", "removal_rows", "mix_rows"]
 
 
 def run_corpus(cfg: Config, *, force: bool = False) -> dict:
@@ -129,3 +132,41 @@ def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[s
             )
         parallel[name] = (sides["az"], sides["en"])
     return evals, parallel, resolved
+
+
+def removal_rows(manifest: dict) -> list[dict]:
+    """Per source of the corpus stage's manifest (the total last): the input, what each step removed and what was
+    kept, in documents (``docs``) and in MB (``mb``, 10**6 bytes), each with the share kept (``kept_pct``)."""
+    from ..corpus.pipeline import STEPS
+
+    by = manifest["counts"]["by_source"]
+    rows = []
+    for src in [s for s in by if s != "total"] + (["total"] if "total" in by else []):
+        c, row = by[src], {"source": src}
+        for unit, field, scale in (("docs", "docs", 1), ("mb", "bytes", 1e6)):
+            r = {"input": c.get(f"input_{field}", 0) / scale}
+            r.update({step: c.get(f"{step}_{field}", 0) / scale for step in STEPS})
+            r["kept"] = c.get(f"kept_{field}", 0) / scale
+            r["kept_pct"] = 100 * r["kept"] / r["input"] if r["input"] else 0.0
+            row[unit] = r
+        rows.append(row)
+    return rows
+
+
+def mix_rows(manifest: dict, mix: dict) -> list[dict]:
+    """Per source: MB and share (%) of the cleaned corpus, the mix rate (copies per document), MB and share of the
+    mix (:func:`corpus_mix`)."""
+    by = {k: v for k, v in manifest["counts"]["by_source"].items() if k != "total"}
+    clean_total = sum(v.get("kept_bytes", 0) for v in by.values()) or 1
+    mix_total = sum(v["bytes"] for v in mix["counts"].values()) or 1
+    return [
+        {
+            "source": s,
+            "clean_mb": by[s].get("kept_bytes", 0) / 1e6,
+            "clean_pct": 100 * by[s].get("kept_bytes", 0) / clean_total,
+            "rate": mix["rates"].get(s, 0.0),
+            "mix_mb": mix["counts"].get(s, {}).get("bytes", 0) / 1e6,
+            "mix_pct": 100 * mix["counts"].get(s, {}).get("bytes", 0) / mix_total,
+        }
+        for s in sorted(by)
+    ]

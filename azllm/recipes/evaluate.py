@@ -12,6 +12,7 @@ Reads ``evaluate`` (and, for the study, ``adapt`` and ``benchmark.job``):
 - :func:`before_after`: one row per run: each task before -> after, the difference, its standard error and the
   verdict (:func:`azllm.evaluation.compare.difference`, ``evaluate.z``), next to bpb, tokens/s and wall time;
 - :func:`ranking`: one row per recipe (way x method) sorted by the Azerbaijani gain per device-hour;
+  :func:`ranking_record`: with its winner, what the index answers;
 - :func:`contamination`: per evaluation set, the training documents it would remove, and few-shot/test overlap.
 
 Which numbers are informative at which size: a 1-2M-parameter stand-in sits at chance on every multiple-choice
@@ -41,6 +42,7 @@ __all__ = [
     "study",
     "before_after",
     "ranking",
+    "ranking_record",
     "contamination",
     "conventions",
     "results_record",
@@ -328,6 +330,17 @@ def ranking(cfg: Config, rows: list[dict], runs: list[dict]) -> list[dict]:
     )
 
 
+def ranking_record(cfg: Config, rank: list[dict]) -> dict:
+    """What notebook 06 records of :func:`ranking`: the rows, the winner (``top``: the first recipe with an
+    Azerbaijani score before and after, None when none has one) and the headline tasks it was ranked by."""
+    return {
+        "ranking": rank,
+        "top": next((r for r in rank if r["az_gain"] is not None), None),
+        "az_headline": cfg.evaluate.az_headline,
+        "en_headline": cfg.evaluate.en_headline,
+    }
+
+
 def base_at_chance(cfg: Config, before: dict) -> bool:
     """Whether the base sits at chance on every multiple-choice task it was scored on (within ``evaluate.z``
     standard errors of the chance level): its downstream before -> after answers are then noise."""
@@ -344,7 +357,8 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
     beyond the noise, whether the base sits at chance (:func:`base_at_chance`), and, for each Azerbaijani change
     within the noise that points up, the steps (and tokens) it would take to clear ``evaluate.z`` standard errors
     *if the change grew in proportion to the steps* (an optimistic extrapolation: the standard error stays as
-    measured) beside the run's last bits-per-byte slope (still falling: more steps still help)."""
+    measured) beside the run's last bits-per-byte slope (``az_bpb_fall_per_100_steps`` when it still falls: more
+    steps still help)."""
     z = cfg.evaluate.z
     by_run = {(r["way"], r["method"]): r for r in runs}
     beyond = [r for r in rows if r["verdict"] in ("gain", "loss")]
@@ -371,6 +385,7 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
                 "steps_needed": int(math.ceil(run["steps"] * factor)),
                 "tokens_needed": int(math.ceil(run["steps"] * factor * run["throughput"]["tokens_per_step"])),
                 "az_bpb_per_100_steps": slope,
+                "az_bpb_fall_per_100_steps": -slope if slope is not None and slope < 0 else None,
             }
         )
     return {
@@ -389,10 +404,10 @@ def conventions(before: dict, after: dict) -> list[dict]:
     return [
         {
             "model": k,
-            "bos token": r["bos"]["bos_token"],
-            "prepends BOS": r["bos"]["prepends_bos"],
-            "few-shot seed": r["seed"],
-            "lm-eval": r["lm_eval"],
+            "bos_token": r["bos"]["bos_token"],
+            "prepends_bos": r["bos"]["prepends_bos"],
+            "fewshot_seed": r["seed"],
+            "lm_eval": r["lm_eval"],
         }
         for k, r in models.items()
     ]
@@ -414,7 +429,7 @@ def contamination(cfg: Config, docs: list[str] | None = None) -> list[dict]:
     evals, parallel, _ = eval_sets(cfg)
     sets = {**evals, **{f"{k}.az": v[0] for k, v in parallel.items()}, **decontamination_sets(cfg)}
     hits = hits_by_set(docs, sets, n=cfg.corpus.decontamination_n, min_words=cfg.corpus.decontamination_min_words)
-    return [{"set": k, "lines": len(sets[k]), "training documents it would remove": v} for k, v in hits.items()]
+    return [{"set": k, "lines": len(sets[k]), "training_documents_removed": v} for k, v in hits.items()]
 
 
 def scoring_benchmark(

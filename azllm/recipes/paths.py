@@ -109,6 +109,16 @@ class Paths:
         return self.artifacts / "sft"
 
     @property
+    def distill(self) -> Path:
+        """The distillation study's work folder (students, their token files, exports)."""
+        return self.artifacts / "distill"
+
+    @property
+    def deploy(self) -> Path:
+        """GGUF files and their checks (``deploy/<model>/``)."""
+        return self.artifacts / "deploy"
+
+    @property
     def launch(self) -> Path:
         return self.artifacts / "launch"
 

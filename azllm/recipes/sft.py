@@ -17,6 +17,7 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
 - :func:`answers`: the held-out answers and their chrF++; :func:`base_answers`: the same before any step;
   :func:`chrf_change`: before -> after with a paired standard error; :func:`export_sft`: the merged standalone folder;
 - :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
+- :func:`run_row`, :func:`main_record`, :func:`samples`: what notebook 07 shows and records of the runs and answers;
 - :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
 - :func:`sft_benchmark`: azllm's SFT path against a bare ``SFTTrainer`` (:mod:`azllm.bench.sft`, ``azllm bench sft``).
 """
@@ -48,6 +49,9 @@ __all__ = [
     "sft_job",
     "sft_command",
     "data_rows",
+    "run_row",
+    "main_record",
+    "samples",
     "sft_benchmark",
 ]
 
@@ -77,10 +81,11 @@ def sft_spec(
 
 
 def best_adapt_run(results: list[dict]) -> dict:
-    """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``)."""
-    if not results:
-        raise ValueError("no adaptation run to choose from (adapt.ways x adapt.methods is empty)")
-    return min(results, key=lambda r: r["final"][r["az_set"]]["bpb"])
+    """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``): notebook 05's winner,
+    :func:`azllm.recipes.adapt.best_run`."""
+    from .adapt import best_run
+
+    return best_run(results)
 
 
 def base_folder(cfg: Config) -> tuple[str, dict]:
@@ -495,6 +500,56 @@ def export_sft(
         do_sample=False,
     ).save_pretrained(str(folder))
     return folder
+
+
+# ------------------------------------------------------------------------------------------ what notebook 07 shows
+
+
+def run_row(result: dict) -> dict:
+    """One SFT run (:func:`sft_run` / :func:`sft_job`) in one row: method, packing, steps, real tokens/s, peak
+    memory (CUDA allocated on a GPU, else the CPU's RSS; MiB), held-out loss on assistant tokens (the best
+    checkpoint's) and its step, chrF++ of the held-out answers (``chrf``), trainable parameters, the loss-carrying
+    share of the training tokens, wall time."""
+    t = result["throughput"]
+    return {
+        "method": result["method"],
+        "packing": bool(result["packing"]),
+        "steps": result["steps"],
+        "tokens_per_s": t.get("tokens_per_s"),
+        "peak_mb": t.get("cuda_max_allocated_mb", t.get("peak_rss_mb")),
+        "eval_loss": result["eval_loss"],
+        "best_step": result["best_step"],
+        "chrf": result.get("chrf++"),
+        "trainable": result["parameters"]["trainable"],
+        "loss_share": result["mask"]["share"],
+        "wall_s": result["seconds"],
+    }
+
+
+def main_record(result: dict, answers: dict) -> dict:
+    """What notebook 07 records of its main run: :func:`run_row` with the chrF++ of its held-out answers
+    (:func:`answers`), the loss mask's counts, the chrF++ and the share of answers that stopped at the end of turn."""
+    return {
+        "main": run_row({**result, "chrf++": answers["chrf++"]}),
+        "mask": result["mask"],
+        "chrf": answers["chrf++"],
+        "stopped_share": answers["stopped_share"],
+    }
+
+
+def samples(answers: dict, n: int, before: dict | None = None) -> list[dict]:
+    """The first ``n`` held-out answers (:func:`answers`) next to their references, with their chrF++; given
+    ``before`` (:func:`base_answers`), the base's answer to the same instruction before SFT and its chrF++."""
+    rows = []
+    for i, a in enumerate(answers["rows"][:n]):
+        row = {"instruction": a["prompt"]}
+        if before is not None:
+            b = before["rows"][i]
+            if b["prompt"] != a["prompt"]:
+                raise ValueError(f"answer {i}: the base's and the SFT model's held-out instructions differ")
+            row.update({"before_answer": b["answer"], "before_chrf": b["chrf++"]})
+        rows.append({**row, "answer": a["answer"], "chrf": a["chrf++"], "reference": a["reference"]})
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------- variants

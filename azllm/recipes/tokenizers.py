@@ -8,7 +8,9 @@ and ``corpus``.
 - :func:`main_tokenizer`: the run's tokenizer (token files, model);
 - :func:`recipe_table`: "what each change bought": the same BPE trained on the corpus as found, then with each
   step of the corpus stage and each option added in turn (steps below);
-- :func:`lexicon_check`: the suffix inventory against the UniMorph and hunspell lexicons.
+- :func:`lexicon_check`: the suffix inventory against the UniMorph and hunspell lexicons;
+- :func:`text_sizes`: the sizes of the training corpus and the eval sets; :func:`best_summary`: the best tokenizer
+  of the sweep, its fertility on every set, the target and the reference baselines beside it.
 
 Steps of :func:`recipe_table` (each adds to the one before; ``superwords`` is reported apart, since its tokens are
 no longer parts of one word and fertility stops comparing like with like):
@@ -44,7 +46,13 @@ __all__ = [
     "recipe_corpora",
     "recipe_table",
     "lexicon_check",
+    "text_sizes",
+    "best_summary",
+    "REFERENCE_TOKENIZERS",
 ]
+
+REFERENCE_TOKENIZERS = ("llama3", "aztc-32k")
+"""The baselines the report's answer puts beside the best tokenizer, when the run has them."""
 
 LEXICON_FILES = ("unimorph_aze.tsv", "mozillaz_hunspell_az.dic", "mozillaz_hunspell_az.aff")
 
@@ -152,7 +160,8 @@ def recipe_corpora(cfg: Config) -> list[tuple[str, list[str], dict]]:
 
 
 def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
-    """One row per step: corpus MB, training seconds, and fertility and round trip on every eval set."""
+    """One row per step: corpus MB, training seconds, and fertility and round trip on every eval set (``{set:
+    value}``)."""
     from ..metrics import tokenizer_metrics
     from ..tokenizer import load_tokenizer, train_tokenizer
 
@@ -162,13 +171,15 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
         folder = train_tokenizer(docs, Paths(cfg).recipe_step(i), **opts)
         row = {
             "step": step,
-            "corpus MB": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
-            "train s": time.perf_counter() - t0,
+            "corpus_mb": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
+            "train_s": time.perf_counter() - t0,
+            "fertility": {},
+            "roundtrip": {},
         }
         tok = load_tokenizer(folder, name=f"recipe-{i}")
         for name, lines in evals.items():
             m = tokenizer_metrics(tok, lines, morph=False)
-            row[f"{name} fertility"], row[f"{name} roundtrip"] = m["fertility"], m["roundtrip"]
+            row["fertility"][name], row["roundtrip"][name] = m["fertility"], m["roundtrip"]
         rows.append(row)
     return rows
 
@@ -186,3 +197,42 @@ def lexicon_check(cfg: Config) -> dict | None:
     if missing:
         raise DataError(f"data.lexicon: missing {missing}; set data.lexicon to the folder, or null")
     return lexicon_agreement(*files, sample=20000, seed=cfg.seed, top=10)
+
+
+def text_sizes(docs: list[str], evals: dict[str, list[str]]) -> dict:
+    """Documents, words, characters and bytes of the training corpus (``corpus``), lines and words of every eval
+    set (``eval_sets``, by name)."""
+    return {
+        "corpus": {
+            "documents": len(docs),
+            "words": sum(len(d.split()) for d in docs),
+            "characters": sum(len(d) for d in docs),
+            "bytes": sum(len(d.encode()) for d in docs),
+        },
+        "eval_sets": {k: {"lines": len(v), "words": sum(len(x.split()) for x in v)} for k, v in evals.items()},
+    }
+
+
+def best_summary(cfg: Config, rows: list[dict], evals: dict, trained: dict) -> dict:
+    """The best tokenizer of the sweep (:func:`azllm.metrics.best_variant`: the lowest fertility on the first eval
+    set among the trained ones at ``tokenizer.sweep.select_vocab_size``, else ``tokenizer.vocab_size``): its name,
+    vocabulary size and fertility on that set (``selected_on``) and on every set (``best_fertility_by_set``), the
+    target (``tokenizer.sweep.fertility_target``) and whether it is reached, and the fertility of the
+    :data:`REFERENCE_TOKENIZERS` the run has on the same set."""
+    from ..metrics import best_variant
+
+    first = next(iter(evals))
+    vs = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
+    best = best_variant(rows, first, vocab_size=vs, among=set(trained))
+    on = {(r["tokenizer"], r["eval_set"]): r["fertility"] for r in rows}
+    target = cfg.tokenizer.sweep.fertility_target
+    return {
+        "best": best["tokenizer"],
+        "best_vocab_size": vs,
+        "best_fertility": best["fertility"],
+        "selected_on": best["eval_set"],
+        "best_fertility_by_set": {ev: on[(best["tokenizer"], ev)] for ev in evals},
+        "fertility_target": target,
+        "target_reached": best["fertility"] <= target,
+        "reference_fertility": {n: on[(n, first)] for n in REFERENCE_TOKENIZERS if (n, first) in on},
+    }

@@ -3,6 +3,8 @@
 Reads ``tokens`` (and, through the other recipes, ``data``, ``corpus`` and ``tokenizer``).
 :func:`prepare_data` is what every training stage starts from: the run's tokenizer, its token files and one token
 file per ``data.eval`` set. :func:`encoder_benchmark` measures the encoder (``azllm bench encoder PARAMS``).
+What notebook 02 shows and records: :func:`split_summary` and :func:`split_rows` (the split),
+:func:`encoder_record` (the benchmark's medians and ratios).
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from .paths import Paths
 from .sources import resolve
 from .tokenizers import main_tokenizer
 
-__all__ = ["token_files", "dev_token_files", "prepare_data", "encoder_benchmark"]
+__all__ = [
+    "token_files",
+    "dev_token_files",
+    "prepare_data",
+    "encoder_benchmark",
+    "split_summary",
+    "split_rows",
+    "encoder_record",
+]
 
 
 def token_files(cfg: Config, tokenizer, progress: bool = True) -> dict:
@@ -88,3 +98,37 @@ def encoder_benchmark(cfg: Config, tokenizer, out_json: str | os.PathLike | None
         train_steps=3 if b.quick else 10,
         out_json=out_json,
     )
+
+
+def split_summary(enc: dict) -> dict:
+    """Documents and tokens per split of :func:`token_files`'s result, and the val shares."""
+    out = {k: enc[k] for k in ("train_docs", "val_docs", "train_tokens", "val_tokens", "skipped", "dtype")}
+    out["val_share_of_docs"] = enc["val_docs"] / (enc["train_docs"] + enc["val_docs"])
+    out["val_share_of_tokens"] = enc["val_tokens"] / (enc["train_tokens"] + enc["val_tokens"])
+    return out
+
+
+def split_rows(enc: dict) -> list[dict]:
+    """One row per split: documents, tokens, file size in MB (10**6 bytes)."""
+    return [
+        {
+            "split": s,
+            "documents": enc[f"{s}_docs"],
+            "tokens": enc[f"{s}_tokens"],
+            "file_mb": Path(enc[s]).stat().st_size / 1e6,
+        }
+        for s in ("train", "val")
+    ]
+
+
+def encoder_record(bench: dict) -> dict:
+    """What ``metrics.json`` keeps of :func:`encoder_benchmark` (section ``tokens_benchmark``): one row per encoder
+    and scale (``variants``: :func:`azllm.bench.encoder.variant_rows`, the medians with the speeds against the
+    limit and against (a)), the ratios, the ``get_batch`` timing, the targets, the scale, rounds, corpus, the load
+    average before and after and the cores."""
+    return {
+        "variants": bench["rows"],
+        **{k: bench[k] for k in ("get_batch", "ratios", "targets", "scale", "rounds", "corpus")},
+        "load_avg_1min": bench.get("load_avg_1min"),
+        "cpu_count": bench.get("machine", {}).get("cpu_count"),
+    }

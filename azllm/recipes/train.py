@@ -5,7 +5,8 @@ Reads ``model``, ``train`` and ``seed``. :func:`model_spec` and :func:`train_spe
 sections become library arguments; :func:`train_model` runs one training (a finished identical run is returned as
 it is: the output folder is named by :func:`azllm.train.run_key`). :func:`train_job` is its fresh-process entry,
 :func:`job_config` lays a SageMaker job's folders over the params, :func:`distributed_guard` refuses known-bad
-launches before anything is built.
+launches before anything is built. What notebook 03 records: :func:`data_summary` (the token files), :func:`run_summary`
+(one run), :func:`curves` (the loss curves with bits per byte).
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ from ..train import TrainSpec
 from .paths import Paths
 from .specs import build_spec
 
-__all__ = ["model_spec", "train_spec", "train_model", "train_job", "job_config", "distributed_guard"]
+__all__ = [
+    "model_spec",
+    "train_spec",
+    "train_model",
+    "train_job",
+    "job_config",
+    "distributed_guard",
+    "data_summary",
+    "run_summary",
+    "curves",
+]
 
 
 def model_spec(cfg: Config, method: str | None = None, base: str | os.PathLike | None = None) -> ModelSpec:
@@ -160,3 +171,60 @@ def job_config(cfg: Config, sm: dict) -> Config:
     if sm.get("tokens"):
         changes["tokens"] = {"dir": sm["tokens"]}
     return Config.model_validate(deep_update(cfg.to_dict(), changes)) if changes else cfg
+
+
+# ------------------------------------------------------------------------------------------- what a run measured
+
+
+def data_summary(data: dict, train_bytes_per_token: float) -> dict:
+    """The run's tokenizer and token files (:func:`azllm.recipes.tokens.prepare_data`) in one row, with the bytes
+    per token of the training file (:func:`azllm.train.bytes_per_token`)."""
+    enc = data["encode"]
+    return {
+        "tokenizer_vocab": data["tokenizer"].vocab_size,
+        "train_tokens": enc["train_tokens"],
+        "val_tokens": enc["val_tokens"],
+        "train_bytes_per_token": round(train_bytes_per_token, 3),
+        "dev_sets": ", ".join(data["dev"]) or "none",
+    }
+
+
+def run_summary(result: dict) -> dict:
+    """The numbers of one :func:`train_model` result that the report shows and records: method, parameters, steps,
+    time, tokens/s, step time, peak memory (RSS; CUDA allocated/reserved on a GPU), Liger flags, the first
+    evaluated val loss, and ``final``: per eval set (by its name) the final loss, perplexity, bits per byte and
+    the bits per byte of a uniform guess over the vocabulary."""
+    thr = result["throughput"]
+    ev = result["curves"]["eval"]
+    out = {
+        "method": result["method"],
+        "source": result["source"],
+        "main_parameters": result["parameters"]["total"],
+        "main_trainable": result["parameters"]["trainable"],
+        "main_steps": result["steps"],
+        "train_seconds": round(result["seconds"], 1),
+        "tokens_per_s": round(thr["tokens_per_s"] or 0, 1),
+        "step_time_s": thr["step_time_s"],
+        "peak_rss_mb": thr["peak_rss_mb"],
+        **{k: thr[k] for k in ("cuda_max_allocated_mb", "cuda_max_reserved_mb") if k in thr},
+        "liger_requested": result["liger"]["requested"],
+        "liger_applied": result["liger"]["applied"],
+        "liger_reason": result["liger"]["reason"],
+    }
+    if ev.get("val"):
+        out.update(first_val_loss=ev["val"][0]["loss"], first_val_step=ev["val"][0]["step"])
+    out["final"] = {name: dict(f) for name, f in result["final"].items()}
+    return out
+
+
+def curves(result: dict, train_bytes_per_token: float) -> dict:
+    """The run's curves for the plots: the logged training loss with an approximate bits per byte (``loss / ln 2 /
+    train_bytes_per_token``; the evaluations' bits per byte are exact) and every evaluated set as logged."""
+    import math
+
+    return {
+        "train": [
+            {**p, "bpb_approx": p["loss"] / math.log(2) / train_bytes_per_token} for p in result["curves"]["train"]
+        ],
+        "eval": result["curves"]["eval"],
+    }
