@@ -9,7 +9,7 @@ Commands:
          [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
     sft PARAMS                                                   instruction tuning (sft section): run, answers, export
     distill PARAMS                                               a small student of the study's teacher (distill)
-    deploy MODEL_FOLDER [--params P] [--out DIR] [--quants Q ...] [--no-speed]
+    deploy MODEL_FOLDER [--params P] [--out DIR] [--quants Q ...] [--base-tokenizer DIR] [--no-speed]
                                                                  GGUF files for llama.cpp, checked (deploy.json)
     launch PARAMS [--dry-run]                                    PARAMS as a SageMaker training job (azllm[sagemaker]);
                                                                  prints its cost first; --dry-run makes no AWS call
@@ -81,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
     de.add_argument("--quants", nargs="+", help="files to write (default: deploy.quants: F16 Q8_0 Q4_K_M)")
     de.add_argument("--pre-tokenizer", help="map a tokenizer llama.cpp does not recognise to this pre-tokenizer")
     de.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
+    de.add_argument("--base-tokenizer", help="report parity apart for lines with tokens this tokenizer lacks")
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
@@ -271,7 +272,7 @@ def _deploy(args) -> int:
     cfg = load(args.params, overrides=over)
     name = Path(args.model).name
     try:
-        rec = deploy_model(cfg, name, args.model, out_dir=args.out)
+        rec = deploy_model(cfg, name, args.model, out_dir=args.out, base_tokenizer=args.base_tokenizer)
     except DeployError as e:
         print(f"azllm: {e}", file=sys.stderr)
         return 2

@@ -112,6 +112,10 @@ NAMED_MAPS = (
     "metrics.sft.counts.decontaminated.examples",
     "metrics.sft.counts.eval_source_counts",
     "metrics.sft.counts.eval_source_counts.*.bad",
+    # 08: the teacher's choice among 05's runs (way-method), eval sets, tasks of the scored models
+    "metrics.distill.teacher.note.runs",
+    "metrics.distill.teacher.eval",
+    "metrics.distill.teacher.note.sft_base.runs",
 )
 """The maps of ``metrics.json`` whose keys are names the user or the data chose, as dotted paths (``*``: any key,
 ``by_*``: any key that starts so, ``[]``: every item of a list); their values are checked like any other."""
@@ -370,6 +374,28 @@ def _technique_answers(m: dict) -> list[tuple]:
     return out
 
 
+def _distill_answer(m: dict) -> tuple | None:
+    v, s = (m.get("distill") or {}).get("bpb") or {}, (m.get("deploy") or {}).get("summary") or {}
+    if not v and not s:
+        return None
+    parts = []
+    if v:
+        parts.append(f"student {_f(v.get('kd_bpb'))} vs cross-entropy {_f(v.get('ce_bpb'))} {v.get('az_set')} bpb")
+    if s:
+        parts.append(
+            f"{s.get('model')} {s.get('file')}: {_f(s.get('size_mb'), '{:.1f}')} MB"
+            f" (F16 {_f(s.get('f16_size_mb'), '{:.1f}')}),"
+            f" KLD {_f(s.get('mean_kld'), '{:.4f}')}, tokenizer parity {_f(s.get('parity_share'), '{:.2%}')}"
+            f" of {s.get('parity_lines')} lines"
+        )
+    return (
+        "Small model for a phone (distilled, GGUF)",
+        "; ".join(parts),
+        f"the teacher {_f(v.get('teacher_bpb'))}" if v else "no distillation in this run",
+        "08_distill_deploy.html",
+    )
+
+
 def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
     """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
     produce is left out. Every number, and every winner (the best tokenizer, the adaptation run, the recipe, the
@@ -379,6 +405,7 @@ def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
         _bpb_answer(metrics),
         _adapt_answer(metrics),
         _eval_answer(metrics),
+        _distill_answer(metrics),
         *_technique_answers(metrics),
     ]
     return [r for r in rows if r is not None]

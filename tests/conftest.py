@@ -70,6 +70,7 @@ ANSWERED_BY = {
     "04_benchmark": ("Speed × and memory × of each technique", "$ per billion tokens"),
     "05_adapt": ("Adaptation that wins (Azerbaijani bpb)",),
     "06_evaluate": ("Most Azerbaijani per device-hour (downstream)",),
+    "08_distill_deploy": ("Small model for a phone (distilled, GGUF)",),
 }
 """The index's answers each notebook's numbers give (:func:`azllm.report._headline`)."""
 
@@ -144,8 +145,8 @@ def shared() -> Path:
 
 @pytest.fixture(scope="session")
 def adapt_report(tmp_path_factory):
-    """Notebooks 05 and 06 on the tiny params and the fixture data, once per session: ``(run_dir, metrics,
-    artifacts)``."""
+    """Notebooks 05, 06 and 08 (whose teacher is 05's best run) on the tiny params and the fixture data, once per
+    session: ``(run_dir, metrics, artifacts)``."""
     import json
     import os
 
@@ -154,7 +155,9 @@ def adapt_report(tmp_path_factory):
     os.environ.update({"AZLLM_ARTIFACTS": str(tmp / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)})
     try:
         run_dir, ok = run_notebooks(
-            REPO / "params/tiny.yaml", reports_dir=tmp / "reports", notebooks=["05_adapt", "06_evaluate"]
+            REPO / "params/tiny.yaml",
+            reports_dir=tmp / "reports",
+            notebooks=["05_adapt", "06_evaluate", "08_distill_deploy"],
         )
     finally:
         for k, v in old.items():

