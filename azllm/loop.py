@@ -13,11 +13,15 @@ written once. Each caller adds only what is its own (named in its call), and the
 - **Saving**: pretraining saves every ``save_steps``; SFT saves at each evaluation (it keeps the best one).
 - **Precision** (``auto``): bf16 autocast on GPUs that support it, fp16 (with loss scaling) on older GPUs; on a CPU
   with bf16 instructions (AVX512-BF16 or AMX, :func:`cpu_has_bf16`) bf16 autocast for a model of at least
-  :data:`CPU_BF16_MIN_PARAMS` parameters, else fp32. Measured on 2 idle cores of an AVX512-BF16 EPYC, SmolLM2-135M,
-  LoRA r=16 all-linear, 4 x 256, a bare PyTorch + PEFT loop: 6.7 / 7.7 s per step in fp32 against 5.0 / 5.7 s in
-  bf16 (1.35x), first-step loss 13.4919 against 13.4886 (0.02% apart; the stated tolerance is 1%); through TRL's
-  SFT path 5.6 -> 4.5 s per step. The stand-ins below 20M parameters stay fp32 (not measured faster; their numbers
-  stay exact and comparable with earlier reports). ``bf16``/``fp16``/``fp32`` force it.
+  :data:`CPU_BF16_MIN_PARAMS` parameters whose micro-batch holds at least :data:`CPU_BF16_MIN_TOKENS` tokens (batch
+  x block, or batch x ``max_length`` for SFT), else fp32. Autocast casts every weight again at each forward, which a
+  small micro-batch does not pay back. Measured on 2 idle cores of an AMX CPU, SmolLM2-135M, LoRA r=16 all-linear:
+  a bare PyTorch + PEFT loop at 4 x 256 tokens takes 3.6-3.7 s per step in fp32 against 1.90-1.95 s in bf16 (1.9x;
+  first-step loss 13.4264 against 13.4289, 0.02% apart; the stated tolerance is 1%), while azllm's SFT at 1 x 384
+  (``params/sft_smollm2.yaml``, 12 steps, two rounds) reaches 274-284 real tokens/s in fp32 against 255-258 in
+  bf16, with a peak RSS of 2.6-2.8 GB against 4.2-4.35 GB. (On an AVX512-BF16 EPYC without AMX, the 4 x 256 loop
+  took 6.7 / 7.7 s per step in fp32 against 5.0 / 5.7 s in bf16.) The stand-ins below 20M parameters stay fp32.
+  ``bf16``/``fp16``/``fp32`` force it.
 
 The specs carry no defaults: every field is a params key, filled by :func:`azllm.recipes.specs.build_spec`.
 """
@@ -30,13 +34,25 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["LoopSpec", "training_arguments", "precision_flags", "cpu_has_bf16", "CPU_BF16_MIN_PARAMS", "OPTIM_NAMES"]
+__all__ = [
+    "LoopSpec",
+    "training_arguments",
+    "precision_flags",
+    "batch_tokens",
+    "cpu_has_bf16",
+    "CPU_BF16_MIN_PARAMS",
+    "CPU_BF16_MIN_TOKENS",
+    "OPTIM_NAMES",
+]
 
 OPTIM_NAMES = {"adamw": "adamw_torch", "adamw_8bit": "adamw_bnb_8bit", "paged_adamw_8bit": "paged_adamw_8bit"}
 """azllm's optimizer names -> the Trainer's ``optim``."""
 
 CPU_BF16_MIN_PARAMS = 20_000_000
 """``precision: auto`` on a CPU picks bf16 autocast from this many parameters on (module docstring)."""
+
+CPU_BF16_MIN_TOKENS = 1024
+"""... and from this many tokens per micro-batch on (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +101,10 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def precision_flags(precision: str, n_params: int | None = None) -> dict:
+def precision_flags(precision: str, n_params: int | None = None, batch_tokens: int | None = None) -> dict:
     """``{"bf16": bool, "fp16": bool}`` for the Trainer (see the module docstring); ``n_params``: the model's
-    parameter count (``auto`` on a CPU: fp32 when it is not given).
+    parameter count (``auto`` on a CPU: fp32 when it is not given); ``batch_tokens``: tokens per micro-batch
+    (``auto`` on a CPU: fp32 below :data:`CPU_BF16_MIN_TOKENS`; not given: not a reason for fp32).
 
     >>> precision_flags("fp32")
     {'bf16': False, 'fp16': False}
@@ -97,7 +114,8 @@ def precision_flags(precision: str, n_params: int | None = None) -> dict:
         if cuda:
             return {"bf16": torch.cuda.is_bf16_supported(), "fp16": not torch.cuda.is_bf16_supported()}
         big = n_params is not None and n_params >= CPU_BF16_MIN_PARAMS
-        return {"bf16": big and cpu_has_bf16(), "fp16": False}
+        wide = batch_tokens is None or batch_tokens >= CPU_BF16_MIN_TOKENS
+        return {"bf16": big and wide and cpu_has_bf16(), "fp16": False}
     if precision == "fp32":
         return {"bf16": False, "fp16": False}
     if precision == "bf16":
@@ -109,6 +127,18 @@ def precision_flags(precision: str, n_params: int | None = None) -> dict:
             )
         return {"bf16": False, "fp16": True}
     raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
+
+
+def batch_tokens(spec) -> int | None:
+    """Tokens of one micro-batch of a loop: batch x ``block_size`` (token windows) or batch x ``max_length`` (SFT,
+    an upper bound: conversations are shorter unless packed).
+
+    >>> from types import SimpleNamespace as NS
+    >>> batch_tokens(NS(batch_size=4, block_size=256)), batch_tokens(NS(batch_size=1, max_length=384))
+    (1024, 384)
+    """
+    length = getattr(spec, "block_size", None) or getattr(spec, "max_length", None)
+    return int(spec.batch_size * length) if length else None
 
 
 def training_arguments(
@@ -174,6 +204,6 @@ def training_arguments(
         prediction_loss_only=True,
         dataloader_pin_memory=cuda,
         accelerator_config={"non_blocking": cuda},
-        **precision_flags(s.precision, n_params),
+        **precision_flags(s.precision, n_params, batch_tokens(s)),
     )
     return cls(**{**args, **own})

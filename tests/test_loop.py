@@ -7,7 +7,7 @@ import pytest
 import torch
 from config_helpers import default_spec
 
-from azllm.loop import CPU_BF16_MIN_PARAMS, LoopSpec, precision_flags, training_arguments
+from azllm.loop import CPU_BF16_MIN_PARAMS, CPU_BF16_MIN_TOKENS, LoopSpec, precision_flags, training_arguments
 
 SHARED = {
     "max_steps": "max_steps",
@@ -74,8 +74,25 @@ def test_precision_auto_is_bf16_on_a_bf16_cpu_for_a_real_size_model(monkeypatch)
     assert precision_flags("auto", CPU_BF16_MIN_PARAMS) == {"bf16": True, "fp16": False}
     assert precision_flags("auto", 1_000_000)["bf16"] is False  # the stand-ins stay fp32
     assert precision_flags("auto")["bf16"] is False
+    assert precision_flags("auto", 135_000_000, CPU_BF16_MIN_TOKENS)["bf16"] is True  # adaptation: 4 x 256
+    assert precision_flags("auto", 135_000_000, 384)["bf16"] is False  # SFT at 1 x 384: casts not paid back
     monkeypatch.setenv("AZLLM_CPU_BF16", "0")
     assert precision_flags("auto", 135_000_000)["bf16"] is False
     assert precision_flags("bf16")["bf16"] is True
     with pytest.raises(ValueError, match="fp16 needs a CUDA GPU"):
         precision_flags("fp16")
+
+
+def test_the_rule_reads_the_micro_batch_of_each_loop(monkeypatch, tmp_path):
+    """The Trainer's arguments of a 135M model on a bf16 CPU: bf16 for adaptation's 4 x 256 windows, fp32 for SFT's
+    single conversations of at most 384 tokens."""
+    from azllm.sft.train import _sft_config
+    from azllm.train import _training_arguments
+
+    if torch.cuda.is_available():
+        pytest.skip("a CPU rule")
+    monkeypatch.setenv("AZLLM_CPU_BF16", "1")
+    adapt = default_spec("train", {"batch_size": 4, "block_size": 256})
+    sft = default_spec("sft", {"batch_size": 1, "max_length": 384})
+    assert _training_arguments(tmp_path, adapt, world=1, n_params=135_000_000).bf16 is True
+    assert _sft_config(tmp_path, sft, eval_on_start=False, world=1, n_params=135_000_000).bf16 is False

@@ -81,9 +81,10 @@ def bare_loop(model, spec, *, train_file) -> dict:
         num_training_steps=s.max_steps,
         scheduler_specific_kwargs={"min_lr_rate": float(s.min_lr_ratio)},
     )
-    from ..loop import precision_flags
+    from ..loop import batch_tokens, precision_flags
 
-    bf16 = precision_flags(s.precision, sum(p.numel() for p in model.parameters()))["bf16"]  # as the Trainer's
+    n = sum(p.numel() for p in model.parameters())
+    bf16 = precision_flags(s.precision, n, batch_tokens(s))["bf16"]  # as the Trainer's
     model.train()
     times, losses, last = [], [], time.perf_counter()
     for step in range(s.max_steps):

@@ -107,7 +107,7 @@ def _loop(job: dict, out: Path, timer: StepTimer):
     import torch
     from peft import get_peft_model
 
-    from ..loop import precision_flags
+    from ..loop import batch_tokens, precision_flags
 
     tok, info, model, peft, spec = _setup(job)
     model = get_peft_model(model, peft) if peft is not None else model
@@ -118,7 +118,7 @@ def _loop(job: dict, out: Path, timer: StepTimer):
         ids, mask = enc["input_ids"][: spec.max_length], enc["assistant_masks"][: spec.max_length]
         rows.append((ids, [t if m else -100 for t, m in zip(ids, mask)]))
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    bf16 = precision_flags(spec.precision, sum(p.numel() for p in model.parameters()))["bf16"]
+    bf16 = precision_flags(spec.precision, sum(p.numel() for p in model.parameters()), batch_tokens(spec))["bf16"]
     opt = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad],
         lr=spec.lr,

@@ -147,7 +147,8 @@ class SftConfig(_Section):
     """torch AdamW or bitsandbytes' (paged) 8-bit AdamW."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """auto: bf16 on GPUs that have it, fp16 on older GPUs; on a CPU with AVX512-BF16 or AMX, bf16 autocast for a
-    model of 20M parameters or more (measured faster: :mod:`azllm.train`), else fp32."""
+    model of 20M parameters or more with 1024 tokens or more per micro-batch (measured faster: :mod:`azllm.loop`),
+    else fp32."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (TRL's default is on; azllm's is off)."""
     eval_steps: int = 50

@@ -133,7 +133,8 @@ class TrainConfig(_Section):
     """torch AdamW or bitsandbytes' 8-bit AdamW."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """auto: bf16 on GPUs that have it, else fp16 on GPU; on a CPU with AVX512-BF16 or AMX, bf16 autocast for a model
-    of 20M parameters or more (measured faster: :mod:`azllm.train`), else fp32."""
+    of 20M parameters or more with 1024 tokens or more per micro-batch (measured faster: :mod:`azllm.loop`), else
+    fp32."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass."""
     eval_steps: int = 100
