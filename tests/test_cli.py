@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -104,41 +105,54 @@ def _tiny_params(tmp_path: Path) -> Path:
     return p
 
 
-def _azllm(args: list[str], tmp_path: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AZLLM_ARTIFACTS": str(tmp_path / "art"), "TQDM_DISABLE": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "azllm", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
-    )
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return p
+def _azllm(args: list[str], tmp_path: Path, monkeypatch, capsys) -> SimpleNamespace:
+    """``azllm ARGS`` through the command line's own entry, in this process (``python -m azllm`` and the console
+    script are run as processes by test_the_console_entry_and_python_m); its exit code 0 and its stdout."""
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.chdir(REPO)
+    code = main(list(args))
+    out = capsys.readouterr()
+    assert code == 0, out.out[-3000:] + out.err[-3000:]
+    return SimpleNamespace(stdout=out.out, stderr=out.err)
 
 
 @pytest.mark.slow  # one tokenizer, one 3-step run (~30 s on 2 cores)
-def test_train_runs(tmp_path):
-    p = _azllm(["train", str(_tiny_params(tmp_path)), "--max-steps", "2"], tmp_path)
+def test_train_runs(tmp_path, monkeypatch, capsys):
+    p = _azllm(["train", str(_tiny_params(tmp_path)), "--max-steps", "2"], tmp_path, monkeypatch, capsys)
     assert p.stdout.strip().endswith("results.json") and Path(p.stdout.strip()).is_file()
 
 
 @pytest.mark.slow  # the encoder variants in fresh processes on 4 KB per file (~60 s)
-def test_bench_encoder_runs(tmp_path):
+def test_bench_encoder_runs(tmp_path, monkeypatch, capsys):
     p = _azllm(
-        ["bench", "encoder", str(_tiny_params(tmp_path)), "--quick", "--out", str(tmp_path / "b.json")], tmp_path
+        ["bench", "encoder", str(_tiny_params(tmp_path)), "--quick", "--out", str(tmp_path / "b.json")],
+        tmp_path,
+        monkeypatch,
+        capsys,
     )
     assert (tmp_path / "b.json").is_file() and "encoder" in p.stdout.lower()
 
 
 @pytest.mark.slow  # one round of one method in a fresh process (~40 s)
-def test_bench_methods_runs(tmp_path):
+def test_bench_methods_runs(tmp_path, monkeypatch, capsys):
     p = _azllm(
         ["bench", "methods", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "2", "--methods", "full"],
         tmp_path,
+        monkeypatch,
+        capsys,
     )
     assert "round 0 full" in p.stdout and "written:" in p.stdout
 
 
 @pytest.mark.slow  # one round, both paths, 6 steps (~40 s)
-def test_bench_overhead_runs(tmp_path):
-    p = _azllm(["bench", "overhead", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "6"], tmp_path)
+def test_bench_overhead_runs(tmp_path, monkeypatch, capsys):
+    p = _azllm(
+        ["bench", "overhead", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "6"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert "median over 1 rounds" in p.stdout and "ratio" in p.stdout
 
 

@@ -161,10 +161,9 @@ def deploy_model(
     return res
 
 
-def _smallest(record: dict) -> str:
-    """The path of the last quantization of ``deploy.quants`` (the smallest file of the run, Q4 by default)."""
-    q = [k for k in record["files"] if k != "F16"]
-    return record["files"][q[-1] if q else "F16"]["path"]
+def smallest_file(record: dict) -> str:
+    """The name of a deployed model's smallest file (``Q4_K_M`` by default)."""
+    return min(record["files"], key=lambda q: record["files"][q]["size_bytes"])
 
 
 def speed_rows(cfg: Config, record: dict) -> list[dict]:
@@ -204,16 +203,19 @@ def answers(cfg: Config, name: str, record: dict) -> list[dict]:
     if not prompts:
         return []
     n = 48
-    gguf = generate(_smallest(record), prompts, max_new_tokens=n, chat=chat, threads=cfg.deploy.threads)
+    gguf = generate(
+        record["files"][smallest_file(record)]["path"], prompts, max_new_tokens=n, chat=chat, threads=cfg.deploy.threads
+    )
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder).eval()
     rows = []
     for p, g in zip(prompts, gguf):
-        if chat:
-            ids = tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True)
-            ids = ids["input_ids"] if isinstance(ids, dict) else ids
-        else:
-            ids = tok(p, add_special_tokens=False)["input_ids"]
+        text = (
+            tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False)
+            if chat
+            else p
+        )
+        ids = tok(text, add_special_tokens=False)["input_ids"]
         x = torch.tensor([ids])
         with torch.no_grad():
             y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False)
@@ -333,13 +335,12 @@ def size_quality_points(cfg: Config, student_rows: list[dict], records: dict, na
 
 
 def summary(records: dict) -> dict:
-    """The index's answer: the smallest file of the first deployed model, its size and quality against F16, and the
-    tokenizer parity over every line of every deployed model."""
+    """The index's answer: the smallest file of the first deployed model (:func:`smallest_file`), its size and
+    quality against F16, and the tokenizer parity over every line of every deployed model."""
     if not records:
         return {}
     name, rec = next(iter(records.items()))
-    q = [k for k in rec["files"] if k != "F16"]
-    file = q[-1] if q else "F16"
+    file = smallest_file(rec)
     lines = sum(r["parity"]["all"]["lines"] for r in records.values())
     equal = sum(r["parity"]["all"]["equal"] for r in records.values())
     return {

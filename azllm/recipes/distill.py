@@ -197,9 +197,10 @@ def distill_run(cfg: Config, teacher: str, *, kd: bool = True, progress: bool = 
 
 def teacher_eval(cfg: Config, teacher: str) -> dict:
     """The teacher's loss and bits per byte on the students' evaluation windows (``{set: {"loss", "bpb", ...}}``),
-    cached beside the students by the teacher's weights."""
+    in the precision the students are evaluated in, cached beside the students by the teacher's weights."""
     import torch
 
+    from ..loop import batch_tokens, precision_flags
     from ..train import make_eval_set
     from ..utils import atomic_write_json
 
@@ -209,16 +210,19 @@ def teacher_eval(cfg: Config, teacher: str) -> dict:
     cache = Paths(cfg).distill / f"teacher-eval-{_teacher_id(teacher)}-{spec.block_size}-{spec.eval_max_tokens}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
-    model = _load(teacher).eval()
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    model = _load(teacher).eval().to(dev)
+    n = sum(p.numel() for p in model.parameters())
+    bf16 = precision_flags(spec.precision, n, batch_tokens(spec))["bf16"]  # as the students' evaluation
     out = {}
     for name, path in {"val": data["val"], **data["dev"]}.items():
         info = make_eval_set(path, tok, spec.block_size, spec.eval_max_tokens)
         nll = 0.0
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
             for i in range(0, info["windows"], spec.eval_batch_size):
                 x = torch.stack(
                     [info["dataset"][j]["input_ids"] for j in range(i, min(i + spec.eval_batch_size, info["windows"]))]
-                )
+                ).to(dev)
                 nll += float(model(input_ids=x, labels=x).loss) * x.shape[0] * (x.shape[1] - 1)
         loss = nll / info["predicted_tokens"]
         out[name] = {"loss": loss, "bpb": nll / 0.6931471805599453 / info["bytes"]}
