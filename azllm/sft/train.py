@@ -113,7 +113,14 @@ def prepare_model(
     """The model of an SFT run, before TRL wraps it: the base (safetensors, no remote code), the rows of
     ``new_token_ids`` added (:func:`azllm.sft.template.add_token_rows`), QLoRA's 4/8-bit quantization with the repack
     guard and ``prepare_model_for_kbit_training``, and Liger's layer kernels (never its fused linear
-    cross-entropy). Returns ``(model, info)``."""
+    cross-entropy). Returns ``(model, info)``.
+
+    Why not :func:`azllm.assemble.assemble_model` (the assembly of pretraining, adaptation and the benchmark), whose
+    steps it shares (:func:`azllm.lora.quantize_model`, :func:`azllm.model.apply_liger`): TRL wraps the adapters
+    itself from the ``peft_config`` it is given (:func:`lora_config`), so the assembly stops before LoRA; the new
+    rows are the chat template's role tokens added to the base's own tokenizer, not a tokenizer fitted to a base
+    (keep / extend / swap, :func:`azllm.assemble.fit_base`); and QLoRA needs peft's
+    ``prepare_model_for_kbit_training`` before TRL's wrapping rather than inside :func:`azllm.lora.apply_lora`."""
     from ..assemble import load_base
     from ..lora import quantize_model
     from ..model import apply_liger, count_parameters
