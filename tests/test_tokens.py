@@ -15,7 +15,7 @@ def _params(tokens: dict):
 
 def test_params_schema():
     p = _params({"val_fraction": 0.05})
-    assert p.tokens.val_fraction == 0.05 and p.tokens.benchmark.scale == 10
+    assert p.tokens.val_fraction == 0.05 and p.tokens.benchmark.scale == 3
     assert p.tokens.num_workers is None and p.tokens.split_seed == 0
     with pytest.raises(ParamsError, match="allowed keys"):
         _params({"val_fracton": 0.05})

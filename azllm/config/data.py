@@ -203,7 +203,7 @@ class EncoderBenchConfig(_Section):
     """Small slice (50 KB per file unless ``max_bytes_per_file``), one round: for tests and the tiny report."""
     max_bytes_per_file: int | None = None
     """Cap each corpus file (None: data.train as it is)."""
-    scale: int = 10
+    scale: int = 3
     """The large corpus is the corpus repeated ``scale`` times, streamed."""
     rounds: int = 3
     """Fresh processes per variant, round-robin; the table shows medians."""
