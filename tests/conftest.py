@@ -8,9 +8,16 @@ Two tiers, one skip mechanism:
   when ``../shared`` is beside the repository (or ``$AZLLM_SHARED`` names it) and skip otherwise, saying so.
 
 ``slow`` marks tests over ~20 s on 2 cores; ``make test-fast`` leaves out both ``slow`` and ``needs_shared``.
+
+``make test`` runs the tests on pytest-xdist workers, one per core (at most 4), each with its share of the cores'
+threads (:func:`pytest_configure`: two workers of two torch threads each on two cores spin against each other and
+ran no faster than one). Tests go to workers a scope at a time (:func:`pytest_xdist_make_scheduler`): the tests of one
+file together, and the files that share a slow session fixture (:func:`adapt_report`: notebooks 05, 06 and 08)
+together, so that it is built once.
 """
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -117,6 +124,48 @@ def run_notebooks(params_file, **kwargs):
         assert not found, "stderr output in the pages (route it to azllm.utils.log_stream):\n" + "\n".join(found)
         check_metrics(run_dir)
     return run_dir, ok
+
+
+def pytest_configure(config):
+    """On an xdist worker: this worker's share of the cores as its compute threads (torch, OpenMP and the processes
+    a test starts inherit it), set before any test imports torch."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if os.environ.get("PYTEST_XDIST_WORKER") and workers > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = threads
+
+
+# Session fixtures that take minutes: the test files that use one go to one xdist worker, which builds it once.
+WORKER_SHARED_FIXTURES = ("adapt_report",)
+
+
+def _shared_fixture_scopes() -> dict[str, str]:
+    """``{test file: fixture name}`` for the files whose tests take a :data:`WORKER_SHARED_FIXTURES` fixture (read
+    from their source: xdist's controller schedules by node id and collects nothing itself)."""
+    scopes = {}
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        source = path.read_text()
+        for name in WORKER_SHARED_FIXTURES:
+            if re.search(rf"def test_\w+\([^)]*\b{name}\b", source):
+                scopes[str(path.relative_to(REPO))] = name
+    return scopes
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduling by scope, a scope being a test file, or the files that share a
+    :data:`WORKER_SHARED_FIXTURES` fixture (module docstring). (``--dist loadgroup`` would do this with markers, but
+    pytest-xdist 3.8 sets a node id attribute that pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    scopes = _shared_fixture_scopes()
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return scopes.get(path, path)
+
+    return ByFile(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
