@@ -16,7 +16,7 @@ def tok():
     from tokenizers import Tokenizer, decoders, pre_tokenizers
     from tokenizers.models import BPE
 
-    d = FIXTURES / "tokenizers/gpt2"
+    d = FIXTURES / "tokenizers/gpt2-2k"
     t = Tokenizer(BPE.from_file(str(d / "vocab.json"), str(d / "merges.txt")))
     t.pre_tokenizer, t.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=t, eos_token="<|endoftext|>")

@@ -1,6 +1,7 @@
 """The layout rules of the package: short modules and functions (or a docstring that says why), no issue
 numbers in code, library modules that never read the params (only the recipes, the presentation and the command
-line do; tests/test_imports.py checks the direction of every import)."""
+line do; tests/test_imports.py checks the direction of every import), and no file of the shared folder committed
+whole."""
 
 import ast
 import re
@@ -116,3 +117,32 @@ def test_every_docs_link_resolves():
             if target.startswith(("http://", "https://", "mailto:")):
                 continue
             assert (page.parent / target).exists(), f"{page.relative_to(repo)} links to {target}, which is missing"
+
+
+# A test fixture or the shipped sample may be a cut of a shared file, with its provenance; a file of the shared
+# folder is never committed whole. Files this small (a label list, MMLU's 5-row dev sets) are cut as they are.
+WHOLE_COPY_BYTES = 4096
+
+
+@pytest.mark.needs_shared
+def test_no_file_of_the_shared_folder_is_committed_whole(shared):
+    import hashlib
+    import subprocess
+
+    repo = PKG.parent
+    sums = {}
+    for listing in (shared / "data/SHA256SUMS", shared / "tokenizers/SHA256SUMS"):
+        for line in listing.read_text().splitlines():
+            digest, name = line.split(maxsplit=1)
+            sums[digest] = f"{listing.parent.name}/{name.lstrip('*./')}"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=repo, capture_output=True, check=True).stdout.decode()
+    copies = []
+    for name in filter(None, tracked.split("\0")):
+        path = repo / name
+        if path.is_file() and path.stat().st_size > WHOLE_COPY_BYTES:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest in sums:
+                copies.append(f"{name} = shared/{sums[digest]}")
+    assert not copies, "whole copies of shared files (commit a cut with its provenance, or read ../shared):\n" + (
+        "\n".join(copies)
+    )

@@ -40,7 +40,7 @@ def test_no_root_no_hub_is_the_sample(monkeypatch):
     assert d["mode"] == "sample" and sources.banner(d).startswith("SAMPLE DATA")
     cfg = load_params(None, overrides=d["overrides"])
     assert Paths(cfg).data_root == sources.SAMPLE_ROOT
-    assert set(cfg.baselines) == {"gpt2", "cl100k"} and cfg.corpus.count_with == "gpt2"
+    assert cfg.baselines == {} and cfg.corpus.count_with is None  # the sample ships no tokenizer files
     assert cfg.adapt.extend_bases == []
     for src in (cfg.data.train, *cfg.data.eval.values()):  # every default source has files in the sample
         assert list(sources.SAMPLE_ROOT.glob(src.path)), src.path

@@ -29,15 +29,16 @@ def test_sweep_options_cover_every_combination():
     assert all(o["seed"] == 4 and "sweep" not in o for o in opts)
 
 
-def test_baselines_come_in_the_order_asked_for():
-    cfg = load_params(None, overrides={"data": {"root": str(FIXTURES)}})
+@pytest.mark.needs_shared
+def test_baselines_come_in_the_order_asked_for(shared):
+    cfg = load_params(None, overrides={"data": {"root": str(shared)}})
     got = tokenizers.baselines(cfg, ["cl100k", "gpt2"])
     assert list(got) == ["cl100k", "gpt2"] and got["gpt2"].vocab_size == 50257
 
 
 def test_main_tokenizer_from_a_path_under_the_data_root():
-    cfg = load_params(None, overrides={"data": {"root": str(FIXTURES)}, "tokens": {"tokenizer": "tokenizers/gpt2"}})
-    assert tokenizers.main_tokenizer(cfg).vocab_size == 50257
+    over = {"data": {"root": str(FIXTURES)}, "tokens": {"tokenizer": "tokenizers/gpt2-2k"}}
+    assert tokenizers.main_tokenizer(load_params(None, overrides=over)).vocab_size == 2257
 
 
 def test_a_missing_lexicon_file_is_a_clear_error(tmp_path):

@@ -28,7 +28,7 @@ MSGS = [
 def gpt2():
     from transformers import GPT2TokenizerFast
 
-    return GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2"))
+    return GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2-2k"))
 
 
 def test_azllm_template_renders_turns_and_marks_the_answer_with_its_end(gpt2):
@@ -91,7 +91,7 @@ def test_a_known_template_gets_trl_s_training_version():
     from transformers import GPT2TokenizerFast
 
     folder = Path(trl.__file__).parent / "chat_templates"
-    tok = GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2"))
+    tok = GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2-2k"))
     tok.add_tokens(["<|im_start|>", "<|im_end|>"], special_tokens=True)
     tok.chat_template = (folder / "qwen2_5.jinja").read_text()
     before = tok.apply_chat_template(MSGS, tokenize=False)
@@ -106,7 +106,7 @@ def test_chatml_and_a_template_file(gpt2, tmp_path):
     f.write_text(AZLLM_TEMPLATE)
     from transformers import GPT2TokenizerFast
 
-    tok = GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2"))
+    tok = GPT2TokenizerFast.from_pretrained(str(FIXTURES / "tokenizers" / "gpt2-2k"))
     with pytest.raises(SftTemplateError, match="no special token"):  # the file's role tokens are not in the vocab
         tok.eos_token = None
         prepare_tokenizer(tok, template=str(f))

@@ -37,7 +37,7 @@ MULTI = [
 @pytest.fixture(scope="module")
 def no_pad_base(tmp_path_factory):
     """A tiny base with GPT-2's tokenizer: no pad token; its EOS becomes ChatML's <|im_end|> below."""
-    return make_base(tmp_path_factory.mktemp("gpt2base") / "base", FIXTURES / "tokenizers" / "gpt2")
+    return make_base(tmp_path_factory.mktemp("gpt2base") / "base", FIXTURES / "tokenizers" / "gpt2-2k")
 
 
 def _trainer(base, convs, tmp_path, *, template="auto", eos=None, method="lora", **spec):

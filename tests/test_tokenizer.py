@@ -107,14 +107,13 @@ def test_empty_corpus(tmp_path):
         train_tokenizer(["", "   "], tmp_path / "x", vocab_size=100, model_type="bpe")
 
 
-def test_gpt2_vocab_merges_equals_tiktoken_reference(dev_lines, monkeypatch):
-    """Our GPT-2 loader against tiktoken's own gpt2 encoding, both from the committed fixture files."""
+@pytest.mark.needs_shared
+def test_gpt2_vocab_merges_equals_tiktoken_reference(shared, dev_lines, monkeypatch):
+    """Our GPT-2 loader against tiktoken's own gpt2 encoding, both from shared/tokenizers."""
     import tiktoken
 
-    from conftest import FIXTURES
-
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(FIXTURES / "tokenizers/tiktoken_cache"))
-    ours = load_tokenizer(FIXTURES / "tokenizers/gpt2")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(shared / "tokenizers/tiktoken_cache"))
+    ours = load_tokenizer(shared / "tokenizers/gpt2")
     ref = tiktoken.get_encoding("gpt2")
     assert all(ours.encode(x) == ref.encode_ordinary(x) for x in dev_lines[:500])
     assert ours.eos_id == ref.eot_token == 50256
