@@ -46,7 +46,7 @@ test: venv
 	$(PY) -m pytest -q -n auto --maxprocesses 4
 
 test-fast: venv
-	$(PY) -m pytest -q -m "not slow and not needs_shared"
+	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow and not needs_shared"
 
 # After editing a notebook's text (notebooks/*.py, jupytext py:percent), refresh its paired .ipynb (a test checks).
 notebooks: venv

@@ -169,7 +169,11 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``needs_shared`` skip, saying so, without the full shared folder."""
+    """The files that hold a ``slow`` test first (the same order on every worker; xdist hands out whole files in
+    the order it meets them, and the longest first leaves no worker alone with a slow file at the end). Tests marked
+    ``needs_shared`` skip, saying so, without the full shared folder."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # stable: each file's own order is kept
     if shared_root() is not None:
         return
     skip = pytest.mark.skip(reason="needs the full shared data (../shared beside the repository, or $AZLLM_SHARED)")
