@@ -120,8 +120,8 @@ def test_every_docs_link_resolves():
 
 
 # A test fixture or the shipped sample may be a cut of a shared file, with its provenance; a file of the shared
-# folder is never committed whole. Files this small (a label list, MMLU's 5-row dev sets) are cut as they are.
-WHOLE_COPY_BYTES = 4096
+# folder is never committed whole, however small.
+WHOLE_COPY_BYTES = 0
 
 
 @pytest.mark.needs_shared
