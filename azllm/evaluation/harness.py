@@ -102,9 +102,17 @@ def registry_names(task_manager=None) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _registry() -> tuple[str, ...]:
+    return tuple(_task_manager(True).all_tasks)
+
+
+@functools.lru_cache(maxsize=2)
+def _task_manager(registry: bool):
+    """lm-eval's task manager, built once per process: with its registry (``registry``: the hub tasks need it; indexing
+    its ~14,700 YAML files takes ~7 s, which ``simple_evaluate`` would otherwise pay on every call) or without it
+    (local task configs are complete dicts and need no index)."""
     from lm_eval.tasks import TaskManager
 
-    return tuple(TaskManager().all_tasks)
+    return TaskManager(include_defaults=registry, metadata={})
 
 
 def validate_task_names(names: list[str], local: list[str], task_manager=None) -> None:
@@ -176,6 +184,7 @@ def score(
             out = simple_evaluate(
                 lm,
                 tasks=[*configs, *hub_tasks],
+                task_manager=_task_manager(bool(hub_tasks)),
                 limit=limit,
                 bootstrap_iters=bootstrap_iters,
                 log_samples=True,
