@@ -73,23 +73,29 @@ def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
-def test_two_process_torchrun_ddp(data, tmp_path):
-    rec = tmp_path / "rec"
-    spec = tmp_path / "spec.json"
-    steps = 6
-    spec.write_text(
-        json.dumps(
-            {
-                "art": str(data["art"]),
-                "output_dir": str(tmp_path / "run"),
-                "record": str(rec),
-                "resume": False,
-                "train": {"max_steps": steps, "eval_steps": 3, "save_steps": 3},
-            }
-        )
-    )
-    p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path)
+# One uninterrupted two-process run serves the DDP test and is the reference of the SIGTERM test (one torchrun less)
+DDP_TRAIN = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
+
+
+def _spec(path: Path, data, out: Path, rec: Path, **extra) -> Path:
+    spec = {"art": str(data["art"]), "output_dir": str(out), "record": str(rec), "train": DDP_TRAIN, **extra}
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ddp_run(data, tmp_path_factory):
+    """``(run folder, record folder)`` of an uninterrupted gloo DDP run of :data:`DDP_TRAIN` on two processes."""
+    tmp = tmp_path_factory.mktemp("ddp")
+    spec = _spec(tmp / "spec.json", data, tmp / "run", tmp / "rec", resume=False)
+    p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp, timeout=240)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+    return tmp / "run", tmp / "rec"
+
+
+def test_two_process_torchrun_ddp(data, ddp_run):
+    run, rec = ddp_run
+    steps = DDP_TRAIN["max_steps"]
     r0, r1 = (json.loads((rec / f"rank{k}.json").read_text()) for k in (0, 1))
     assert r0["world_size"] == r1["world_size"] == 2 and r0["steps"] == r1["steps"] == steps
     bs = 4
@@ -107,12 +113,12 @@ def test_two_process_torchrun_ddp(data, tmp_path):
     init = build_model(model_config(P.model.preset, data["tokenizer"].vocab_size, **P.model.config), seed=P.seed)
     moved = [k for k, v in init.named_parameters() if not torch.equal(v.detach(), a[k])]
     assert len(moved) == len(a)  # every weight was trained (same on both ranks)
-    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    results = json.loads((run / "results.json").read_text())
     assert results["throughput"]["tokens_per_step"] == 2 * bs * 32
 
 
-@pytest.mark.slow  # ~3 x 30 s: three two-process runs
-def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as_uninterrupted(data, tmp_path):
+@pytest.mark.slow  # two two-process runs (~15 s each on 2 idle cores), and the uninterrupted one of ddp_run
+def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as_uninterrupted(data, ddp_run, tmp_path):
     """A SIGTERM that reaches one rank only (rank 1, during step 5; rank 0 never gets one) with the stop flag read
     at logging steps (every 4), evaluations (6, 12) and checkpoints (every 4): both ranks stop after step 6, the next
     such step, write one complete checkpoint-6 and exit 0 (the launcher too), within the time limit (before the fix
@@ -120,26 +126,9 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
     from checkpoint-6 and ends with the weights of an uninterrupted two-process run."""
     from azllm.train import latest_checkpoint
 
-    train = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
-    runs = {}
-    for name, extra, out in (
-        ("full", {"resume": False}, "full"),
-        ("term", {"term_at_step": 5, "term_rank": 1}, "run"),
-        ("resumed", {}, "run"),
-    ):
-        spec = tmp_path / f"{name}.json"
-        spec.write_text(
-            json.dumps(
-                {
-                    "art": str(data["art"]),
-                    "output_dir": str(tmp_path / out),
-                    "record": str(tmp_path / f"{name}-rec"),
-                    "train": train,
-                    **extra,
-                }
-            )
-        )
-        runs[name] = p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
+    for name, extra in (("term", {"term_at_step": 5, "term_rank": 1}), ("resumed", {})):
+        spec = _spec(tmp_path / f"{name}.json", data, tmp_path / "run", tmp_path / f"{name}-rec", **extra)
+        p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
         assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-4000:])
         if name == "term":
             stopped = sorted(
@@ -152,7 +141,8 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
             assert not (tmp_path / "run" / "results.json").exists()
     resumed = json.loads((tmp_path / "run" / "results.json").read_text())
     assert resumed["resumed_from"].endswith("checkpoint-6") and resumed["steps"] == 12
-    a, b = (torch.load(tmp_path / f"{n}-rec" / "weights-rank0.pt", weights_only=True) for n in ("full", "resumed"))
+    full_rec = ddp_run[1]
+    a, b = (torch.load(rec / "weights-rank0.pt", weights_only=True) for rec in (full_rec, tmp_path / "resumed-rec"))
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), max(
         (a[k] - b[k]).abs().max().item() for k in a
     )
