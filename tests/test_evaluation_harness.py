@@ -99,6 +99,27 @@ def test_the_same_call_gives_the_same_scores(tiny_model, hf_tok):
     assert a["tasks"]["tumlu_az"]["items"] == b["tasks"]["tumlu_az"]["items"]
 
 
+def test_local_tasks_build_lm_evals_task_manager_once_and_without_its_registry(tiny_model, hf_tok, monkeypatch):
+    """``simple_evaluate`` indexes lm-eval's ~14,700 task YAMLs (~7 s here) on every call unless it is handed a task
+    manager: local task configs need none of them, and a second call reuses the first one's manager."""
+    from lm_eval.tasks import TaskManager
+
+    from azllm.evaluation import harness
+
+    built, init = [], TaskManager.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(kwargs.get("include_defaults", True))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(TaskManager, "__init__", counted)
+    harness._task_manager.cache_clear()
+    cfgs = task("tumlu_az", num_fewshot=1)
+    a, b = (score(tiny_model, hf_tok, cfgs, batch_size=8, seed=5, bootstrap_iters=1) for _ in range(2))
+    assert built == [False]  # one manager, no registry (before: two, each indexing the registry)
+    assert a["tasks"]["tumlu_az"]["items"] == b["tasks"]["tumlu_az"]["items"]
+
+
 def test_a_tokenizer_without_eos_is_refused_and_a_missing_pad_is_set(hf_tok):
     import copy
 
