@@ -57,7 +57,8 @@ def extend_tokenizer(
     with ``tokenizer.json`` or ``tokenizer.model``, or either file) and write a Hugging Face folder ``out_dir``.
 
     Returns ``out_dir``. ``azllm_vocab.json`` in it records the base, the number of base and new ids and the new
-    pieces in order.
+    pieces in order. The base folder's tokenizer config, special tokens and chat template (``chat_template.jinja``,
+    where transformers saves it) are copied, so an instruct base keeps its template.
     """
     src = _base_file(Path(base))
     docs = [d for d in corpus if d]
@@ -71,7 +72,7 @@ def extend_tokenizer(
             info = _extend_hf_bpe(src, docs, int(n_new), tmp)
         else:
             info = _extend_sentencepiece(src, docs, int(n_new), tmp, seed)
-        for extra in ("tokenizer_config.json", "special_tokens_map.json"):
+        for extra in ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json"):
             if (src.parent / extra).is_file() and not (tmp / extra).exists():
                 shutil.copy(src.parent / extra, tmp / extra)
         (tmp / "azllm_vocab.json").write_text(

@@ -73,6 +73,25 @@ def test_extend_a_byte_level_base_on_the_fixture_corpus(small_byte_level_base, c
     assert (folder / "tokenizer.json").read_bytes() == (again / "tokenizer.json").read_bytes()  # deterministic
 
 
+def test_an_instruct_base_keeps_its_chat_template(small_byte_level_base, corpus, tmp_path):
+    """transformers saves a chat template as ``chat_template.jinja`` beside ``tokenizer.json`` (SmolLM2's folder
+    has one): the extended folder loads with the same template (before: it had none, and SFT on it lost the base's
+    chat format)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|endoftext|>{% endfor %}"
+    base = PreTrainedTokenizerFast(
+        tokenizer_file=str(small_byte_level_base / "tokenizer.json"), eos_token="<|endoftext|>", chat_template=template
+    )
+    base.save_pretrained(tmp_path / "instruct")
+    assert (tmp_path / "instruct" / "chat_template.jinja").is_file()
+    folder = vocab.extend_tokenizer(tmp_path / "instruct", corpus, 50, tmp_path / "ext")
+    ext = AutoTokenizer.from_pretrained(folder)
+    assert ext.chat_template == template
+    chat = [{"role": "user", "content": "Salam"}]
+    assert ext.apply_chat_template(chat, tokenize=False) == base.apply_chat_template(chat, tokenize=False)
+
+
 def test_bad_inputs(corpus, tmp_path, small_byte_level_base):
     with pytest.raises(vocab.VocabError, match="empty corpus"):
         vocab.extend_tokenizer(small_byte_level_base, ["", ""], 10, tmp_path / "x")
