@@ -97,12 +97,7 @@ def bos_convention(tokenizer) -> dict:
 
 def registry_names(task_manager=None) -> list[str]:
     """Every task, group and tag name lm-eval's registry knows (its shipped tasks; indexed once per process)."""
-    return list(task_manager.all_tasks) if task_manager is not None else list(_registry())
-
-
-@functools.lru_cache(maxsize=1)
-def _registry() -> tuple[str, ...]:
-    return tuple(_task_manager(True).all_tasks)
+    return list((task_manager or _task_manager(True)).all_tasks)
 
 
 @functools.lru_cache(maxsize=2)
