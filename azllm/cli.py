@@ -50,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--show-code", action="store_true", default=None, help="show code cells in the HTML pages")
     r.add_argument("--only", nargs="+", help="run only these notebooks (names without .ipynb)")
     r.add_argument("--reports", default="reports", help="reports folder (default: reports)")
+    pr = sub.add_parser(
+        "prepare", help="make the run's tokenizer and token files once (prints the folder's prepared.json path)"
+    )
+    pr.add_argument("params")
     t = sub.add_parser("train", help="one training run of a params file; prints its results.json path")
     t.add_argument("params")
     t.add_argument("--method", choices=METHODS)
@@ -145,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = {
         "run": _report,
+        "prepare": _prepare,
         "train": _train,
         "eval": _eval,
         "sft": _sft,
@@ -297,6 +302,16 @@ def _deploy(args) -> int:
     return 0 if rec["parity"]["all"]["share"] == 1.0 else 1
 
 
+def _prepare(args) -> int:
+    """The corpus stage, the tokenizer and the token files of a params file, once: ``azllm train`` (any launcher,
+    any number of ranks) then only opens them (:func:`azllm.recipes.tokens.prepare_once`)."""
+    from .recipes import load
+    from .recipes.tokens import prepare
+
+    print(prepare(load(args.params)))
+    return 0
+
+
 def _train(args) -> int:
     """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank. Inside a
     SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
@@ -308,14 +323,14 @@ def _train(args) -> int:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     from . import sagemaker
     from .recipes import load
-    from .recipes.tokens import prepare_data
+    from .recipes.tokens import prepare_once
     from .recipes.train import job_config, train_model
 
     cfg = load(args.params)
     sm = sagemaker.job_paths()
     if sm is not None:
         cfg = job_config(cfg, sm)
-    data = prepare_data(cfg, progress=False)
+    data = prepare_once(cfg, progress=False)  # opened when prepared; else rank 0 prepares, the others wait
     out = args.output_dir or (sm["checkpoints"] if sm else None)
     r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out)
     if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it

@@ -36,6 +36,8 @@ __all__ = [
     "resolve_source",
     "under_root",
     "iter_documents",
+    "iter_file_part",
+    "byte_ranges",
     "read_lines",
     "file_sha256",
     "source_lines",
@@ -139,6 +141,17 @@ def read_lines(path: str | os.PathLike) -> Iterator[str]:
             yield line.rstrip("\r\n")
 
 
+def _record_text(line: str, text_field: str, where: str):
+    """The text field of one jsonl record, or a :class:`DataError` that names ``where`` it is."""
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON: {e}") from None
+    if text_field not in rec:
+        raise DataError(f"{where}: no field {text_field!r} (fields: {sorted(rec)})")
+    return rec[text_field]
+
+
 def _iter_file(path: Path, text_field: str) -> Iterator[str]:
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".txt", ".text", ""):
@@ -146,29 +159,99 @@ def _iter_file(path: Path, text_field: str) -> Iterator[str]:
     elif suffix in (".jsonl", ".json"):
         for lineno, line in enumerate(read_lines(path), 1):
             if line.strip():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: not valid JSON: {e}") from None
-                if text_field not in rec:
-                    raise DataError(f"{path}:{lineno}: no field {text_field!r} (fields: {sorted(rec)})")
-                yield rec[text_field]
+                yield _record_text(line, text_field, f"{path}:{lineno}")
     elif suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            pf = pq.ParquetFile(path)
-        except Exception as e:  # pyarrow raises several types for a damaged file
-            raise DataError(
-                f"{path}: not a readable parquet file ({type(e).__name__}: {e}). Re-download or "
-                "re-export it, or remove it from the source's path glob."
-            ) from None
-        if text_field not in pf.schema_arrow.names:
-            raise DataError(f"{path}: no column {text_field!r} (columns: {pf.schema_arrow.names})")
+        pf = _parquet(path, text_field)
         for batch in pf.iter_batches(columns=[text_field], batch_size=1024):
             yield from (t for t in batch.column(0).to_pylist() if t is not None)
     else:
         raise DataError(f"{path}: unsupported file type {suffix!r} (use .txt, .jsonl or .parquet)")
+
+
+def byte_ranges(size: int, parts: int) -> list[tuple[int, int]]:
+    """``[start, end)`` of ``parts`` near-equal pieces of ``[0, size)``.
+
+    >>> byte_ranges(10, 3)
+    [(0, 3), (3, 6), (6, 10)]
+    """
+    return [(size * i // parts, size * (i + 1) // parts) for i in range(parts)]
+
+
+def _lines_in_range(path: Path, start: int, end: int) -> Iterator[tuple[int, str]]:
+    """``(byte offset, line)`` of the lines of ``path`` that start in ``[start, end)``: a line that starts before
+    ``start`` belongs to the piece before, so pieces that tile a file read every line once."""
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            f.readline()  # to the end of the line that holds byte start - 1 (just that byte when it ends a line)
+        pos = f.tell()
+        while pos < end:
+            raw = f.readline()
+            if not raw:
+                return
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(
+                    f"{path}: not valid UTF-8 at byte offset {pos + e.start}: "
+                    f"{raw[max(0, e.start - 8) : e.start + 8]!r}. Convert the file to UTF-8 (e.g. iconv)."
+                ) from None
+            yield pos, line.rstrip("\r\n")
+            pos += len(raw)
+
+
+def iter_file_part(
+    path: str | os.PathLike, part: int, parts: int, text_field: str = "text"
+) -> Iterator[tuple[int, str]]:
+    """``(position, normalized document)`` of piece ``part`` of ``parts`` of one file, empty documents skipped: for
+    ``.txt`` / ``.jsonl`` the lines that start in the piece's byte range (position: the line's byte offset), for
+    ``.parquet`` the rows of the piece's row groups (position: the row number). The pieces of a file give each of
+    its documents exactly once, so a large file spreads over every task of the corpus stage and no task reads what
+    another keeps.
+
+    >>> [d for _, d in iter_file_part("corpus.txt", 1, 2)]  # doctest: +SKIP
+    ['the documents of the second half']
+    """
+    path = Path(path)
+    suffix = path.suffix
+    if suffix == ".parquet":
+        pf = _parquet(path, text_field)
+        n = pf.num_row_groups
+        lo, hi = byte_ranges(n, parts)[part]
+        row = sum(pf.metadata.row_group(g).num_rows for g in range(lo))
+        for g in range(lo, hi):
+            for t in pf.read_row_group(g, columns=[text_field]).column(0).to_pylist():
+                if t is not None and (doc := _normalize(t)):
+                    yield row, doc
+                row += 1
+        return
+    if suffix not in (".txt", ".text", "", ".jsonl", ".json"):
+        raise DataError(f"{path}: unsupported file type {suffix!r} (use .txt, .jsonl or .parquet)")
+    start, end = byte_ranges(path.stat().st_size, parts)[part]
+    for pos, line in _lines_in_range(path, start, end):
+        if suffix in (".jsonl", ".json"):
+            if not line.strip():
+                continue
+            line = _record_text(line, text_field, f"{path} at byte {pos}")
+        doc = _normalize(line) if line is not None else ""
+        if doc:
+            yield pos, doc
+
+
+def _parquet(path: Path, text_field: str):
+    """The open parquet file, or a :class:`DataError` that says what is wrong with it."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise DataError(
+            f"{path}: not a readable parquet file ({type(e).__name__}: {e}). Re-download or "
+            "re-export it, or remove it from the source's path glob."
+        ) from None
+    if text_field not in pf.schema_arrow.names:
+        raise DataError(f"{path}: no column {text_field!r} (columns: {pf.schema_arrow.names})")
+    return pf
 
 
 def _iter_hub(r: Resolved) -> Iterator[str]:

@@ -69,6 +69,10 @@ LABELS = {
     "kept_pct": "kept %",
     "clean_mb": "clean MB",
     "clean_pct": "clean %",
+    "dropped_sentences_pct": "sentences dropped %",
+    "dropped_sentence_mb": "dropped MB",
+    "subsampled_docs": "docs subsampled out",
+    "capped_docs": "docs past cap",
     "mix_mb": "mix MB",
     "mix_pct": "mix %",
     # tokenizers, token files
@@ -201,7 +205,19 @@ def corpus_table(rows: list[dict], unit: str = "docs"):
 
 def mix_table(rows: list[dict]):
     """:func:`azllm.recipes.corpus.mix_rows` by source."""
-    return _frame(rows, ("source", "clean_mb", "clean_pct", "rate", "mix_mb", "mix_pct"), "source").round(3)
+    cols = (
+        "source",
+        "clean_mb",
+        "clean_pct",
+        "dropped_sentences_pct",
+        "dropped_sentence_mb",
+        "subsampled_docs",
+        "capped_docs",
+        "rate",
+        "mix_mb",
+        "mix_pct",
+    )
+    return _frame(rows, tuple(c for c in cols if c in rows[0]) if rows else cols, "source").round(3)
 
 
 # -------------------------------------------------------------------------------------------------- tokenizers

@@ -355,11 +355,59 @@ _TOO_HIGH = re.compile(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set
 _TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
 
 
-def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int]:
+MAX_LINE_BYTES = 1 << 16
+"""SentencePiece's ``max_sentence_length``: it skips longer lines silently, so :func:`fit_line` splits them."""
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+
+
+def fit_line(text: str, max_bytes: int = MAX_LINE_BYTES) -> list[str]:
+    """``text`` (one document on one line) as lines of at most ``max_bytes`` UTF-8 bytes: whole when it fits, else
+    whole sentences packed greedily, a sentence longer than that at spaces, a run without spaces at characters.
+    Nothing is dropped: the lines joined by spaces give ``text`` back (up to the whitespace at the cuts).
+
+    >>> fit_line("Bakı böyükdür. Gəncə qədimdir.", max_bytes=20)
+    ['Bakı böyükdür.', 'Gəncə qədimdir.']
+    >>> fit_line("Salam dünya", max_bytes=8)
+    ['Salam', 'dünya']
+    """
+    if len(text.encode("utf-8")) <= max_bytes:
+        return [text]
+    lines: list[str] = []
+    for unit_re in (_SENTENCE_END, re.compile(r"\s+")):
+        units = unit_re.split(text)
+        if len(units) > 1:
+            break
+    else:  # no sentence end and no space: cut at characters
+        out, cur = [], ""
+        for ch in text:
+            if len((cur + ch).encode("utf-8")) > max_bytes:
+                out.append(cur)
+                cur = ""
+            cur += ch
+        return out + ([cur] if cur else [])
+    cur = ""
+    for u in units:
+        cand = f"{cur} {u}" if cur else u
+        if len(cand.encode("utf-8")) <= max_bytes:
+            cur = cand
+            continue
+        if cur:
+            lines.append(cur)
+        if len(u.encode("utf-8")) <= max_bytes:
+            cur = u
+        else:
+            *whole, cur = fit_line(u, max_bytes)
+            lines.extend(whole)
+    return lines + ([cur] if cur else [])
+
+
+def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int, int]:
+    """Write the training lines (one document each, long ones split by :func:`fit_line`); returns their sha256,
+    count and bytes."""
     from .morph import presplit
 
     h = hashlib.sha256()
-    n = 0
+    n = size = 0
     with open(path, "w", encoding="utf-8") as f:
         for t in texts:
             t = t.replace("\n", " ").strip()
@@ -367,13 +415,15 @@ def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool)
                 continue
             if affix_presplit:
                 t = presplit(t, PRESPLIT_DELIMITER)
-            line = t + "\n"
-            f.write(line)
-            h.update(line.encode("utf-8"))
-            n += 1
+            for part in fit_line(t):
+                line = (part + "\n").encode("utf-8")
+                f.write(part + "\n")
+                h.update(line)
+                n += 1
+                size += len(line)
     if n == 0:
         raise TokenizerError("empty corpus: no non-empty line to train a tokenizer on")
-    return h.hexdigest(), n
+    return h.hexdigest(), n, size
 
 
 def train_tokenizer(
@@ -426,11 +476,12 @@ def train_tokenizer(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        corpus_sha, n_lines = _write_training_text(texts, tmp / "corpus.txt", affix_presplit)
+        corpus_sha, n_lines, n_bytes = _write_training_text(texts, tmp / "corpus.txt", affix_presplit)
         key = json_hash({"opts": opts, "corpus": corpus_sha}, n=None)
         if not force and _same_model_exists(out_dir, key):
             return out_dir
-        _run_sentencepiece(tmp, opts, int(num_threads))
+        sampled = n_bytes * (min(1.0, opts["input_sentence_size"] / n_lines) if opts["input_sentence_size"] else 1.0)
+        _run_sentencepiece(tmp, opts, int(num_threads), extremely_large=sampled > 0.9 * 2**31)
         (tmp / "corpus.txt").unlink()
         export_hf(tmp / "sp.model", tmp)
         (tmp / "azllm_tokenizer.json").write_text(
@@ -461,8 +512,9 @@ def _same_model_exists(out_dir: Path, key: str) -> bool:
         return False
 
 
-def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
-    """Train ``tmp/sp.model`` from ``tmp/corpus.txt`` (our options, identity normalization, fixed specials)."""
+def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int, extremely_large: bool = False) -> None:
+    """Train ``tmp/sp.model`` from ``tmp/corpus.txt`` (our options, identity normalization, fixed specials);
+    ``extremely_large``: the lines SentencePiece loads may pass 2^31 characters (its 64-bit suffix array)."""
     import sentencepiece as spm
 
     spm.set_random_generator_seed(opts["seed"])
@@ -482,7 +534,8 @@ def _run_sentencepiece(tmp: Path, opts: dict, num_threads: int) -> None:
         input_sentence_size=opts["input_sentence_size"],
         shuffle_input_sentence=True,
         num_threads=num_threads,
-        max_sentence_length=1 << 16,
+        max_sentence_length=MAX_LINE_BYTES,
+        train_extremely_large_corpus=extremely_large,
         unk_id=0,
         bos_id=1,
         eos_id=2,

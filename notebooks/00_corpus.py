@@ -114,12 +114,14 @@ display(pd.DataFrame(hits, columns=["source", "training text", "eval set", "eval
 
 # %% [markdown]
 # ## The mix
-# Share of each source before and after `corpus.mix` (rate: copies per document; below 1 subsampled).
+# Share of each source before and after `corpus.mix` (rate: copies per document; below 1 subsampled), and what each
+# step of the mix left out: near-duplicate sentences, documents that subsampling or a cap skipped.
 
 # %%
 mix_path, mix = corpus.corpus_mix(cfg, manifest)
 mix_rows = corpus.mix_rows(manifest, mix)
-report.record(out_dir, "corpus", {"mix": mix_rows})
+report.record(out_dir, "corpus", {"mix": mix_rows, "sentence_filter": mix.get("sentence_filter")})
+print(corpus.sentence_filter_summary(mix))
 display(tables.mix_table(mix_rows))
 
 # %% [markdown]

@@ -9,13 +9,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
+from train_helpers import tiny_params_file
 
 from azllm.cli import main, parser
-from conftest import FIXTURES, REPO, TINY_MODEL
+from conftest import REPO
 
 SUBCOMMANDS = [
     ["run"],
+    ["prepare"],
     ["train"],
     ["eval"],
     ["launch"],
@@ -72,36 +73,20 @@ def test_lock_env_writes_what_the_lock_says(tmp_path):
 
 
 def _tiny_params(tmp_path: Path) -> Path:
-    p = tmp_path / "tiny.yaml"
-    p.write_text(
-        yaml.safe_dump(
-            {
-                "run_name": "cli",
-                "data": {
-                    "root": str(FIXTURES),
-                    "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 15000},
-                    "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 40}},
-                },
-                "corpus": {"enabled": False},
-                "tokenizer": {"vocab_size": 400, "model_type": "unigram"},
-                "tokens": {"benchmark": {"quick": True, "scale": 2, "max_bytes_per_file": 4000, "block_size": 32}},
-                "model": {"config": TINY_MODEL},
-                "train": {
-                    "batch_size": 2,
-                    "block_size": 32,
-                    "max_steps": 3,
-                    "warmup_steps": 1,
-                    "eval_steps": 3,
-                    "save_steps": 3,
-                    "logging_steps": 1,
-                    "eval_max_tokens": 256,
-                    "untimed_steps": 1,
-                    "report_to": [],
-                },
-            }
-        )
-    )
-    return p
+    train = {
+        "batch_size": 2,
+        "block_size": 32,
+        "max_steps": 3,
+        "warmup_steps": 1,
+        "eval_steps": 3,
+        "save_steps": 3,
+        "logging_steps": 1,
+        "eval_max_tokens": 256,
+        "untimed_steps": 1,
+        "report_to": [],
+    }
+    bench = {"benchmark": {"quick": True, "scale": 2, "max_bytes_per_file": 4000, "block_size": 32}}
+    return tiny_params_file(tmp_path / "tiny.yaml", "cli", train, corpus={"enabled": False}, tokens=bench)
 
 
 def _azllm(args: list[str], tmp_path: Path, monkeypatch, capsys) -> SimpleNamespace:
@@ -117,9 +102,15 @@ def _azllm(args: list[str], tmp_path: Path, monkeypatch, capsys) -> SimpleNamesp
 
 
 @pytest.mark.slow  # one tokenizer, one 3-step run (~30 s on 2 cores)
-def test_train_runs(tmp_path, monkeypatch, capsys):
-    p = _azllm(["train", str(_tiny_params(tmp_path)), "--max-steps", "2"], tmp_path, monkeypatch, capsys)
+def test_prepare_then_train_runs(tmp_path, monkeypatch, capsys):
+    """``azllm prepare`` prints its marker; ``azllm train`` then opens the folder (nothing prepared again)."""
+    params = str(_tiny_params(tmp_path))
+    p = _azllm(["prepare", params], tmp_path, monkeypatch, capsys)
+    marker = Path(p.stdout.strip())
+    assert marker.name == "prepared.json" and (marker.parent / "tokenizer" / "tokenizer.json").is_file()
+    p = _azllm(["train", params, "--max-steps", "2"], tmp_path, monkeypatch, capsys)
     assert p.stdout.strip().endswith("results.json") and Path(p.stdout.strip()).is_file()
+    assert len((marker.parent / "prepare.log.jsonl").read_text().splitlines()) == 1
 
 
 @pytest.mark.slow  # the encoder variants in fresh processes on 4 KB per file (~60 s)

@@ -69,7 +69,7 @@ def test_a_source_filtered_to_nothing_is_an_error(tmp_path, flores):
     "name,content,match",
     [
         ("bad.parquet", b"PAR1 this is not parquet", r"bad.parquet: not a readable parquet file"),
-        ("recs.jsonl", b'{"body": "Salam"}\n', r"recs.jsonl:1: no field 'text'"),
+        ("recs.jsonl", b'{"body": "Salam"}\n', r"recs.jsonl at byte 0: no field 'text'"),
         ("latin1.txt", "Bakı şəhəri\n".encode() + b"caf\xe9 au lait\n", r"latin1.txt: not valid UTF-8"),
     ],
 )
@@ -164,3 +164,25 @@ def test_a_run_from_standard_input_finishes(tmp_path, data_root):
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
     assert result["kept"] > 1000 and result["workers"] == 1
     assert "FileNotFoundError" not in out
+
+
+def test_one_large_file_spreads_over_every_task_with_the_output_of_one_task(tmp_path, data_root, flores):
+    """The whole training corpus as one file, cleaned by 3 tasks: each task reads its own third (every clean shard
+    holds documents), and the kept documents, in input order, are byte for byte those of one task (exact and MinHash
+    deduplication keep the earliest copy either way, since the pieces are contiguous and in order)."""
+    from azllm.corpus import in_input_order
+
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(src / "all.txt", "wb") as f:
+        for p in sorted((data_root / "data/az/train").glob("*.txt")):
+            f.write(p.read_bytes())
+    kept = {}
+    for tasks in (1, 3):
+        m = _clean(src, tmp_path / f"out{tasks}", {"flores": flores}, tasks=tasks, workers=1)
+        folder = tmp_path / f"out{tasks}" / m["key"] / "clean"
+        kept[tasks] = [(r["id"], r["text"]) for r in in_input_order(folder)]
+        if tasks == 3:
+            shards = sorted(folder.glob("*.jsonl"))
+            assert len(shards) == 3 and all(s.stat().st_size > 0 for s in shards)
+    assert kept[1] == kept[3] and len(kept[1]) > 500

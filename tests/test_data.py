@@ -99,3 +99,35 @@ def test_eval_sets_are_parallel(data_root):
     )
     with pytest.raises(DataError, match="200 Azerbaijani lines but 10 English lines"):
         eval_sets(bad)
+
+
+@pytest.mark.parametrize("kind", ["txt", "jsonl", "parquet"])
+def test_the_pieces_of_a_file_give_each_document_once_in_order(tmp_path, kind):
+    """A file cut into 1-7 pieces (byte ranges at line starts; parquet row groups): the pieces together give the
+    documents of :func:`iter_documents`, in order, each once, with their byte offsets (rows for parquet)."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from azllm.data import iter_file_part
+
+    rng = random.Random(0)
+    words = ["Bakı", "şəhəri", "ölkə", "İçərişəhər", "Gəncə", "dağ", "çay", "", "  "]
+    docs = [" ".join(rng.choices(words, k=rng.randint(0, 40))) for _ in range(400)]
+    path = tmp_path / f"c.{kind}"
+    if kind == "txt":
+        path.write_text("\n".join(docs) + "\n", encoding="utf-8")
+    elif kind == "jsonl":
+        path.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    else:
+        pq.write_table(pa.table({"text": docs}), path, row_group_size=37)
+    want = list(iter_documents(resolve_source({"path": str(path)}, None)))
+    raw = path.read_bytes()
+    for parts in range(1, 8):
+        got = [x for k in range(parts) for x in iter_file_part(path, k, parts)]
+        assert [d for _, d in got] == want, parts
+        positions = [p for p, _ in got]
+        assert positions == sorted(set(positions))
+        if kind == "txt":
+            assert all(p == 0 or raw[p - 1 : p] == b"\n" for p in positions)

@@ -1,5 +1,7 @@
 """The token-file recipe (azllm.recipes.tokens): the run's tokenizer, train/val files and one file per eval set."""
 
+from pathlib import Path
+
 from train_helpers import data  # noqa: F401  (module fixture: prepare_data on the fixture corpus)
 
 from azllm.recipes.paths import Paths
@@ -55,3 +57,59 @@ def test_encoder_record():
     rec = encoder_record(bench)
     assert rec["variants"] == bench["rows"] and "c@1" not in rec and rec["cpu_count"] == 2
     assert rec["ratios"] == bench["ratios"] and rec["get_batch"] == bench["get_batch"]
+
+
+def test_prepare_marks_a_folder_that_opens_anywhere_without_the_corpus(data, tmp_path, monkeypatch):  # noqa: F811
+    """``azllm prepare``'s marker: the tokenizer and the dev files travel with the token files, and the folder opens
+    under another data root (a SageMaker channel, another node) from its copy, with the same files and tokenizer;
+    a config that makes other data does not open it."""
+    import shutil
+
+    from azllm.config import deep_update, load_params
+    from azllm.recipes.tokens import PREPARE_LOG, PREPARED, open_prepared, prepare, prepare_once
+
+    P = data["P"]
+    marker = prepare(P, progress=False)
+    assert marker == Paths(P).tokens / PREPARED
+    folder = tmp_path / "channel"
+    shutil.copytree(marker.parent, folder)
+    moved = load_params(None, overrides=deep_update(P.to_dict(), {"data": {"root": str(tmp_path / "nothing")}}))
+    opened = open_prepared(moved, folder)
+    assert opened["tokenizer"].fingerprint == data["tokenizer"].fingerprint
+    assert opened["train"].read_bytes() == data["train"].read_bytes() and opened["train"].parent == folder
+    assert opened["dev"]["flores"].read_bytes() == data["dev"]["flores"].read_bytes()
+    assert opened["encode"]["train_tokens"] == data["encode"]["train_tokens"]
+    other = load_params(None, overrides=deep_update(P.to_dict(), {"tokens": {"val_fraction": 0.2}}))
+    assert open_prepared(other, folder) is None
+    # a process of a launch finds it prepared: it opens the folder and prepares nothing
+    lines = (Path(folder) / PREPARE_LOG).read_text().splitlines()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    again = prepare_once(load_params(None, overrides=deep_update(P.to_dict(), {"tokens": {"dir": str(folder)}})))
+    assert again["train"] == folder / "train.bin"
+    assert (folder / PREPARE_LOG).read_text().splitlines() == lines
+
+
+def test_a_waiting_rank_stops_at_once_when_rank_0_fails_and_past_its_timeout(tmp_path, monkeypatch):
+    """Rank 1 of a launch waits for rank 0's marker: rank 0's failure stops it at once with rank 0's error; with no
+    marker and no failure it stops after ``tokens.prepare_timeout_s`` and says what to do."""
+    import time
+
+    import pytest
+
+    from azllm.config import load_params
+    from azllm.recipes.tokens import FAILED, data_key, prepare_once
+    from azllm.tokens import TokenFileError
+    from azllm.utils import atomic_write_json
+
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    cfg = load_params(None, overrides={"tokens": {"dir": str(tmp_path), "prepare_timeout_s": 0.5}})
+    t0 = time.monotonic()
+    with pytest.raises(TokenFileError, match=r"waited 0 s .*azllm prepare PARAMS"):
+        prepare_once(cfg, poll_s=0.1)
+    assert time.monotonic() - t0 < 5
+    atomic_write_json(tmp_path / FAILED, {"key": data_key(cfg), "error": "DataError: no documents"})
+    cfg = load_params(None, overrides={"tokens": {"dir": str(tmp_path), "prepare_timeout_s": 3600}})
+    with pytest.raises(TokenFileError, match="rank 0 failed to prepare the data .*: DataError: no documents"):
+        prepare_once(cfg, poll_s=0.1)

@@ -56,6 +56,9 @@ def test_job_config_lays_the_channels_over_the_params(tmp_path):
     cfg = job_config(load_params(None), {"data": str(tmp_path), "tokens": str(tmp_path / "t")})
     assert cfg.data.root == str(tmp_path) and cfg.tokens.dir == str(tmp_path / "t")
     assert job_config(load_params(None), {}) == load_params(None)
+    # no tokens channel: prepared beside the checkpoints, which a restarted spot job gets back
+    kept = job_config(load_params(None), {"checkpoints": str(tmp_path / "ck")})
+    assert kept.tokens.dir == str(tmp_path / "ck" / "prepared")
 
 
 def test_zero3_with_fused_linear_cross_entropy_is_refused():

@@ -179,3 +179,29 @@ def test_vocab_smaller_than_the_characters_is_our_clear_error(docs, tmp_path):
         train_tokenizer(docs, tmp_path / "x", vocab_size=300, model_type="bpe")
     assert e.value.minimum > 300
     assert train_tokenizer(docs, tmp_path / "y", vocab_size=e.value.minimum, model_type="bpe").is_dir()
+
+
+def test_fit_line_keeps_every_character_in_lines_sentencepiece_reads():
+    """A document past SentencePiece's line limit is split, never dropped: whole sentences while they fit, then
+    spaces, then characters; every line is within the limit and the lines joined give the document back."""
+    from azllm.tokenizer import fit_line
+
+    doc = " ".join(f"Maddə {i}. Bu qanun {i}-ci ildə qəbul edilib və dərhal qüvvəyə minir." for i in range(3000))
+    lines = fit_line(doc, max_bytes=4096)
+    assert len(lines) > 40 and all(len(x.encode()) <= 4096 for x in lines)
+    assert " ".join(lines) == doc and all(x.endswith(".") for x in lines)  # cut at sentence ends
+    word = "ə" * 5000  # 10,000 bytes without a space
+    assert "".join(fit_line(word, max_bytes=4096)) == word
+    assert fit_line("Qısa cümlə.") == ["Qısa cümlə."]
+
+
+def test_a_document_longer_than_a_sentencepiece_line_is_trained_on(docs, tmp_path):
+    """A 300 KB document (a long law on one line) shapes the vocabulary: its word becomes a piece. SentencePiece
+    skips lines over 64 KB silently, so before the split this document was lost to training."""
+    long_doc = " ".join(["Zümrüdqalası yaxındadır."] * 12_000)
+    assert len(long_doc.encode()) > 1 << 18
+    folder = train_tokenizer([*docs[:200], long_doc], tmp_path / "t", vocab_size=600, model_type="bpe")
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
+    assert sp.piece_to_id("▁Zümrüdqalası") != sp.unk_id()

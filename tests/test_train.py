@@ -300,6 +300,7 @@ def test_sigterm_writes_a_complete_checkpoint_and_the_restart_ends_with_the_same
         "interrupted": "SIGTERM",
         "steps": 6,
         "checkpoint": str(out / "checkpoint-6"),
+        "rank": 0,
     }
     assert latest_checkpoint(out).name == "checkpoint-6" and not (out / "results.json").exists()
     r = _run(data, out, resume=True)

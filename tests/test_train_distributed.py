@@ -29,13 +29,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    """torchrun in its own process group; past ``timeout`` (a hung job) the launcher and its workers are killed
+def _torchrun(
+    nproc: int,
+    script: Path | str,
+    spec: Path,
+    cwd: Path,
+    timeout: float = 600,
+    args: tuple = (),
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
+    """torchrun of ``script`` (``"azllm train"``: ``-m azllm train``) with ``spec`` and ``args``, in its own process
+    group; past ``timeout`` (a hung job) the launcher and its workers are killed
     (torchrun starts each worker in a session of its own, so each process group is killed) and the test fails with
     what the processes wrote."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     assert torchrun, "torch installs torchrun next to this Python"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     p = subprocess.Popen(
         [
             torchrun,
@@ -45,8 +54,9 @@ def _torchrun(nproc: int, script: Path, spec: Path, cwd: Path, timeout: float = 
             "127.0.0.1",
             "--master-port",
             str(_free_port()),
-            str(script),
+            *(["-m", "azllm", "train"] if script == "azllm train" else [str(script)]),
             str(spec),
+            *args,
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -131,10 +141,8 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
         p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
         assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-4000:])
         if name == "term":
-            stopped = sorted(
-                (json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"interrupted"')),
-                key=lambda r: r["rank"],
-            )
+            rec = tmp_path / f"{name}-rec"  # each rank's own file (their stdout lines can land on one line)
+            stopped = [json.loads((rec / f"interrupted-rank{k}.json").read_text()) for k in (0, 1)]
             ck = str(tmp_path / "run" / "checkpoint-6")
             assert stopped == [{"interrupted": "SIGTERM", "steps": 6, "checkpoint": ck, "rank": k} for k in (0, 1)]
             assert latest_checkpoint(tmp_path / "run").name == "checkpoint-6"
@@ -150,6 +158,30 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
         json.loads((tmp_path / "resumed-rec" / "rank0.json").read_text())["digest"]
         == json.loads((tmp_path / "resumed-rec" / "rank1.json").read_text())["digest"]
     )
+
+
+@pytest.mark.slow  # one corpus stage, one tokenizer, two 2-step ranks (~40 s on 2 cores)
+def test_a_two_process_azllm_train_prepares_the_data_once_and_a_second_launch_not_at_all(tmp_path):
+    """``torchrun --nproc-per-node 2 -m azllm train PARAMS`` on fresh artifacts: rank 0 cleans, mixes, trains the
+    tokenizer and encodes while rank 1 waits for its marker; both train. The folder's log holds one preparation,
+    by rank 0; a second launch opens the folder and prepares nothing (before, every rank prepared everything)."""
+    from train_helpers import TINY_TRAIN, tiny_params_file
+
+    from azllm.recipes.tokens import PREPARE_LOG, PREPARED
+
+    train = {**TINY_TRAIN, "max_steps": 2, "eval_steps": 2, "save_steps": 2, "report_to": []}
+    params = tiny_params_file(tmp_path / "p.yaml", "once", train)
+    art = tmp_path / "art"
+    for launch in ("first", "second"):
+        out = tmp_path / launch
+        env = {"AZLLM_ARTIFACTS": str(art), "TQDM_DISABLE": "1"}
+        p = _torchrun(2, "azllm train", params, REPO, timeout=300, args=("--output-dir", str(out)), env=env)
+        assert p.returncode == 0, (launch, p.stdout[-2000:], p.stderr[-4000:])
+        assert (out / "results.json").is_file()
+        log = [json.loads(x) for x in (art / "once" / "tokens" / PREPARE_LOG).read_text().splitlines()]
+        assert [e["rank"] for e in log] == [0], log
+    marker = json.loads((art / "once" / "tokens" / PREPARED).read_text())
+    assert marker["prepared_by"] == log[0] and marker["tokenizer"] == "tokenizer"
 
 
 @pytest.mark.slow

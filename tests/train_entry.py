@@ -6,7 +6,7 @@ optional ``kill_at_step`` (SIGKILL this
 process at the end of that optimizer step: a crash, no cleanup), optional ``term_at_step`` (this process sends itself
 a real SIGTERM as that step begins; with ``term_rank`` only that rank does) and optional ``record`` (a folder where
 each rank writes the training windows it read and its final weights). An interrupted run prints one JSON line per
-rank.
+rank and, with ``record``, writes it to ``interrupted-rank<k>.json`` there.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import warnings
 from pathlib import Path
 
 import torch
+
+from azllm.utils import atomic_write_json
 
 warnings.simplefilter("ignore")  # (tests/ is this script's folder, so train_helpers imports as is)
 
@@ -68,17 +70,12 @@ def main(spec_path: str) -> None:
         callbacks.append(Record())
     r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False, resume=spec.get("resume", True))
     if r.get("interrupted"):
-        print(
-            json.dumps(
-                {
-                    "interrupted": r["interrupted"],
-                    "steps": r["steps"],
-                    "checkpoint": r["checkpoint"],
-                    **({"rank": rank} if "term_rank" in spec else {}),
-                }
-            ),
-            flush=True,
-        )
+        stopped = {"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"], "rank": rank}
+        print(json.dumps(stopped), flush=True)
+        if spec.get("record"):  # each rank's own file: the ranks' stdout lines may interleave under torchrun
+            out = Path(spec["record"])
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(out / f"interrupted-rank{rank}.json", stopped)
         return
     if spec.get("record"):
         out = Path(spec["record"])

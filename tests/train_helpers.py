@@ -57,6 +57,27 @@ def tiny_params(art: Path, overrides: dict | None = None, **train):
     )
 
 
+def tiny_params_file(path: Path, run_name: str, train: dict, **sections) -> Path:
+    """A params YAML as a user writes one, for the command-line tests: the fixture corpus (15 KB per file), 40 FLORES
+    lines, a 400-piece unigram tokenizer, the tiny model, ``train`` and any other ``sections`` (e.g. ``corpus``)."""
+    import yaml
+
+    params = {
+        "run_name": run_name,
+        "data": {
+            "root": str(FIXTURES),
+            "train": {"path": "data/az/train/*.txt", "max_bytes_per_file": 15000},
+            "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "max_lines": 40}},
+        },
+        "tokenizer": {"vocab_size": 400, "model_type": "unigram"},
+        "model": {"config": TINY_MODEL},
+        "train": train,
+        **sections,
+    }
+    path.write_text(yaml.safe_dump(params))
+    return path
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     """``{"P", "art", "tokenizer", "train", "val", "dev"}``: tokenizer + token files of the fixture corpus."""

@@ -48,6 +48,19 @@ class MinhashSettings(_Section):
     """Hashes per band."""
 
 
+class SentenceFilterConfig(_Section):
+    """The Bloom filter of seen word 3-grams behind ``sentence_dedup`` (:class:`azllm.corpus.mix.SeenShingles`),
+    sized from the cleaned corpus: ``expected_per_byte`` × its bytes keys at ``false_positive``, 0.24 bytes of memory
+    per byte of cleaned text with the defaults (240 MB for 1 GB, 3.6 GB for 15 GB)."""
+
+    expected_per_byte: float = Field(0.2, gt=0)
+    """Word 3-grams expected per byte of cleaned text (Azerbaijani: about 0.13)."""
+    false_positive: float = Field(0.01, gt=0, lt=1)
+    """The design false-positive rate per 3-gram, at the expected count."""
+    max_false_positive: float = Field(0.02, gt=0, lt=1)
+    """The mix stops with a clear error when the measured rate passes this (the filter is too small for the text)."""
+
+
 class MixConfig(_Section):
     """How much of each source the tokenizer and the model see (:mod:`azllm.corpus.mix`)."""
 
@@ -57,6 +70,8 @@ class MixConfig(_Section):
     """Extra weight per source (a file's stem, or a hub id); 0 drops the source."""
     sentence_dedup: bool = True
     """Drop sentences whose word 3-grams mostly occurred earlier in the same source (BPE-32k FLORES -0.011)."""
+    sentence_filter: SentenceFilterConfig = Field(default_factory=SentenceFilterConfig)
+    """How the seen 3-grams are held: the filter's size and false-positive bound."""
     caps: dict[str, int] = Field(default_factory=dict)
     """A source contributes its first this-many bytes, in input order (after weights and temperature)."""
     max_repeat: float = 4.0

@@ -131,8 +131,9 @@ class TokenizerConfig(_Section):
     such as ``ləri,`` or ``▁bilər.`` form: BPE-32k FLORES fertility 1.536 -> 1.441 on the cleaned mix, lossless;
     the cost: about 15% of the vocabulary are word+punctuation pieces, so a word can split differently before a
     comma."""
-    input_sentence_size: int = 0
-    """Sentences SentencePiece samples for training (0: all)."""
+    input_sentence_size: int = 2_000_000
+    """Lines (documents; long ones split at sentences into lines of at most 64 KB) that SentencePiece samples, seeded,
+    for training (0: all). It bounds the memory of training on a large corpus; below it every line is read."""
     num_threads: int = 2
     """SentencePiece training threads."""
     max_bytes_per_file: int | None = 4_000_000
@@ -228,5 +229,7 @@ class TokensConfig(_Section):
     """Encoding threads (None: all cores)."""
     chunk_docs: int = 1024
     """Documents per chunk (memory stays flat at ~2 x num_workers chunks)."""
+    prepare_timeout_s: float = Field(21600.0, gt=0)
+    """How long the other ranks of a distributed ``azllm train`` wait for rank 0 to prepare the data."""
     benchmark: EncoderBenchConfig = Field(default_factory=EncoderBenchConfig)
     """The encoder benchmark."""

@@ -5,7 +5,10 @@ Three steps, in input order, streaming (flat memory):
 1. **Sentence near-duplicates** (``sentence_dedup``): a sentence is dropped when at least half of its word 3-grams
    (lowercased, digit runs masked) already occurred earlier in the same source. Document-level MinHash keeps a
    document that repeats a few sentences of another (overlapping scrapes of one Wikipedia article, templated
-   legal notes); this catches the repeats. The seen 3-grams live in a fixed 32 MiB Bloom filter.
+   legal notes); this catches the repeats. The seen 3-grams live in a Bloom filter sized from the cleaned corpus'
+   bytes for a stated false-positive rate (:class:`SeenShingles`, ``corpus.mix.sentence_filter``); its measured
+   rate is recorded, and past a bound the mix stops (:class:`FilterTooSmallError`) instead of dropping new text.
+   What each step dropped is counted per source (sentences and bytes; subsampled and capped documents).
 2. **Shares**: a source's share is ``bytes ** temperature * weight``, normalized (temperature 1: as found; 0:
    every source equal; weight 0 drops a source), of a total (the kept sources' bytes, or ``total_bytes``):
    sources above their share are subsampled, sources below it repeated, at most ``max_repeat`` times. A
@@ -28,7 +31,18 @@ from pathlib import Path
 
 from ..data import DataError
 
-__all__ = ["shares", "rates", "copies", "write_mix", "drop_seen_sentences", "SeenShingles", "check_names"]
+__all__ = [
+    "shares",
+    "rates",
+    "copies",
+    "write_mix",
+    "split_seen_sentences",
+    "drop_seen_sentences",
+    "expected_3grams",
+    "SeenShingles",
+    "FilterTooSmallError",
+    "check_names",
+]
 
 
 def shares(
@@ -94,54 +108,155 @@ def copies(doc_id: str, rate: float, seed: int) -> int:
     return whole + (1 if u < rate - whole else 0)
 
 
-class SeenShingles:
-    """A Bloom filter of hashed word 3-grams (``bits`` bits, two probes): flat memory at any corpus size.
+class FilterTooSmallError(DataError):
+    """The sentence filter holds more 3-grams than it was sized for: past its false-positive bound, new sentences
+    would look seen and be dropped. Raised instead of losing text."""
 
-    >>> seen = SeenShingles(bits=1 << 16)
+
+class SeenShingles:
+    """A Bloom filter of hashed word 3-grams, sized for ``expected`` distinct keys at a false-positive rate of
+    ``false_positive`` (``bits = -n ln p / ln(2)^2``, ``probes = bits / n ln 2``; 1.2 bytes per key at 0.01).
+
+    The rate it gives is measured as it fills (:attr:`false_positive_rate`: the share of set bits to the power of
+    the probes, the chance that a key never added looks seen). Past ``max_false_positive`` (default twice the
+    design rate, reached at about 1.2 times ``expected`` keys) :meth:`check` raises :class:`FilterTooSmallError`:
+    the filter was sized for less text than it got, and going on would drop new sentences as "seen".
+
+    >>> seen = SeenShingles(expected=1000)
     >>> seen.add_and_share(["a b c", "b c d"]), seen.add_and_share(["b c d", "x y z"])
     (0.0, 0.5)
+    >>> seen.probes, seen.bits, seen.false_positive_rate < 1e-9
+    (7, 9586, True)
     """
 
-    def __init__(self, bits: int = 1 << 28):
+    def __init__(self, expected: int, *, false_positive: float = 0.01, max_false_positive: float | None = None):
         import numpy as np
 
-        self.bits = bits
-        self.array = np.zeros(bits // 8, dtype=np.uint8)
+        if not 0 < false_positive < 1:
+            raise DataError(f"the sentence filter's false-positive rate must be in (0, 1), got {false_positive}")
+        self.expected = max(1, int(expected))
+        self.design_rate = float(false_positive)
+        self.max_rate = float(max_false_positive if max_false_positive is not None else min(0.5, 2 * false_positive))
+        self.bits = max(64, math.ceil(-self.expected * math.log(false_positive) / math.log(2) ** 2))
+        self.probes = max(1, round(self.bits / self.expected * math.log(2)))
+        self.array = np.zeros((self.bits + 7) // 8, dtype=np.uint8)
+        self.set_bits = 0
+        self.added = 0
+
+    @property
+    def false_positive_rate(self) -> float:
+        """The chance, now, that a key never added looks seen: ``(set bits / bits) ** probes``."""
+        return (self.set_bits / self.bits) ** self.probes
+
+    def _positions(self, key: str) -> list[int]:
+        """The key's bit positions (double hashing of one 128-bit BLAKE2b digest)."""
+        d = hashlib.blake2b(key.encode(), digest_size=16).digest()
+        h1, h2 = int.from_bytes(d[:8], "big"), int.from_bytes(d[8:], "big") | 1
+        return [(h1 + i * h2) % self.bits for i in range(self.probes)]
+
+    def share_seen(self, keys: list[str]) -> float:
+        """Share of ``keys`` that look seen, without remembering them."""
+        arr = self.array
+        hits = sum(all(arr[p >> 3] & (1 << (p & 7)) for p in self._positions(k)) for k in keys)
+        return hits / len(keys) if keys else 0.0
 
     def add_and_share(self, keys: list[str]) -> float:
         """Share of ``keys`` seen before; then remember them all."""
         hits = 0
-        for k in keys:
-            h = int.from_bytes(hashlib.blake2b(k.encode(), digest_size=8).digest(), "big")
-            probes = (h % self.bits, (h >> 32) % self.bits)
-            if all(self.array[p >> 3] >> (p & 7) & 1 for p in probes):
-                hits += 1
-            for p in probes:
-                self.array[p >> 3] |= 1 << (p & 7)
+        arr = self.array
+        for key in keys:
+            seen = True
+            for p in self._positions(key):
+                byte, bit = p >> 3, 1 << (p & 7)
+                if not arr[byte] & bit:
+                    seen = False
+                    arr[byte] |= bit
+                    self.set_bits += 1
+            hits += seen
+            self.added += 1
         return hits / len(keys) if keys else 0.0
+
+    def check(self) -> None:
+        """Raise :class:`FilterTooSmallError` when the measured rate is past the bound."""
+        if self.false_positive_rate > self.max_rate:
+            raise FilterTooSmallError(
+                f"corpus.mix: the sentence filter was sized for {self.expected:,} word 3-grams at a false-positive "
+                f"rate of {self.design_rate:g}, but after {self.added:,} 3-grams its rate is "
+                f"{self.false_positive_rate:.3g}, past the bound {self.max_rate:g}: going on would drop new sentences "
+                "as seen. Raise corpus.mix.sentence_filter.expected_per_byte (or set "
+                "corpus.mix.sentence_dedup: false)."
+            )
+
+    def stats(self) -> dict:
+        """What metrics.json records of the filter."""
+        return {
+            "expected_3grams": self.expected,
+            "added_3grams": self.added,
+            "bits": self.bits,
+            "mib": round(self.bits / 8 / 2**20, 3),
+            "probes": self.probes,
+            "design_false_positive": self.design_rate,
+            "max_false_positive": self.max_rate,
+            "false_positive": self.false_positive_rate,
+        }
 
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 _DIGITS = re.compile(r"\d+")
 
 
-def drop_seen_sentences(text: str, seen: SeenShingles, prefix: str = "", threshold: float = 0.5) -> str:
-    """``text`` without the sentences whose word 3-grams were mostly seen before (``prefix`` scopes the keys,
-    e.g. to a source).
+def split_seen_sentences(
+    text: str, seen: SeenShingles, prefix: str = "", threshold: float = 0.5
+) -> tuple[list[str], list[str]]:
+    """``(kept, dropped)`` sentences of ``text``: a sentence is dropped when at least ``threshold`` of its word
+    3-grams were seen before (``prefix`` scopes the keys, e.g. to a source).
 
-    >>> seen = SeenShingles(bits=1 << 16)
+    >>> seen = SeenShingles(expected=1000)
+    >>> split_seen_sentences("Bakı böyük şəhərdir. Hava isti olacaq.", seen)
+    (['Bakı böyük şəhərdir.', 'Hava isti olacaq.'], [])
+    >>> split_seen_sentences("Sabah hava isti olacaq. Bakı 2025-ci ildə böyük şəhərdir.", seen)
+    (['Bakı 2025-ci ildə böyük şəhərdir.'], ['Sabah hava isti olacaq.'])
+    """
+    keep, drop = [], []
+    for sentence in _SENTENCE.split(text):
+        w = _DIGITS.sub("0", sentence.lower()).split()
+        grams = [" ".join(w)] if len(w) < 3 else [" ".join(w[i : i + 3]) for i in range(len(w) - 2)]
+        (keep if seen.add_and_share([prefix + g for g in grams]) < threshold else drop).append(sentence)
+    return keep, drop
+
+
+def drop_seen_sentences(text: str, seen: SeenShingles, prefix: str = "", threshold: float = 0.5) -> str:
+    """``text`` without the sentences whose word 3-grams were mostly seen before (:func:`split_seen_sentences`).
+
+    >>> seen = SeenShingles(expected=1000)
     >>> drop_seen_sentences("Bakı böyük şəhərdir. Hava isti olacaq.", seen)
     'Bakı böyük şəhərdir. Hava isti olacaq.'
     >>> drop_seen_sentences("Sabah hava isti olacaq. Bakı 2025-ci ildə böyük şəhərdir.", seen)
     'Bakı 2025-ci ildə böyük şəhərdir.'
     """
-    keep = []
-    for sentence in _SENTENCE.split(text):
-        w = _DIGITS.sub("0", sentence.lower()).split()
-        grams = [" ".join(w)] if len(w) < 3 else [" ".join(w[i : i + 3]) for i in range(len(w) - 2)]
-        if seen.add_and_share([prefix + g for g in grams]) < threshold:
-            keep.append(sentence)
-    return " ".join(keep)
+    return " ".join(split_seen_sentences(text, seen, prefix, threshold)[0])
+
+
+def expected_3grams(clean_bytes: int, per_byte: float = 0.2) -> int:
+    """The sentence filter's size: at most one word 3-gram per ``1 / per_byte`` bytes of cleaned text (a word 3-gram
+    starts at every word; Azerbaijani words average 7–8 bytes with their space, so 0.2 leaves half again the room).
+
+    >>> expected_3grams(27_000_000)
+    5400000
+    """
+    return max(1000, math.ceil(clean_bytes * per_byte))
+
+
+_COUNTS = (
+    "docs",
+    "bytes",
+    "sentences",
+    "dropped_sentences",
+    "dropped_sentence_bytes",
+    "subsampled_docs",
+    "capped_docs",
+    "capped_bytes",
+)
 
 
 def write_mix(
@@ -150,25 +265,44 @@ def write_mix(
     *,
     source_rates: dict[str, float],
     caps: dict[str, int],
-    sentence_dedup: bool,
+    sentence_filter: SeenShingles | None,
     seed: int,
 ) -> dict:
     """Write the mixed corpus (``{"text", "source"}`` jsonl) atomically: the three steps of the module docstring
-    over ``records`` (the cleaned corpus' records in input order). Returns ``{source: {docs, bytes}}``."""
+    over ``records`` (the cleaned corpus' records in input order), with the sentence step on ``sentence_filter``
+    (None: off). Stops with :class:`FilterTooSmallError` when the filter passes its bound.
+
+    Returns per source what went in and what each step dropped: ``docs`` / ``bytes`` written (copies counted),
+    ``sentences`` read, ``dropped_sentences`` / ``dropped_sentence_bytes`` (near-duplicate sentences),
+    ``subsampled_docs`` (a rate below 1 gave no copy), ``capped_docs`` / ``capped_bytes`` (past a cap)."""
     path = Path(path)
-    counts: dict[str, dict[str, int]] = {}
-    seen = SeenShingles() if sentence_dedup else None
+    counts: dict[str, dict] = {}
+    seen = sentence_filter
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             for rec in records:
                 src = rec["metadata"]["source"]
-                c = counts.setdefault(src, {"docs": 0, "bytes": 0, "full": False})
-                text = drop_seen_sentences(rec["text"], seen, src + "\x1f") if seen is not None else rec["text"]
+                c = counts.setdefault(src, {**dict.fromkeys(_COUNTS, 0), "full": False})
+                text = rec["text"]
+                if seen is not None:
+                    kept, dropped = split_seen_sentences(text, seen, src + "\x1f")
+                    seen.check()
+                    text = " ".join(kept)
+                    c["sentences"] += len(kept) + len(dropped)
+                    c["dropped_sentences"] += len(dropped)
+                    c["dropped_sentence_bytes"] += sum(len(x.encode("utf-8")) + 1 for x in dropped)
                 k = copies(rec["id"], source_rates.get(src, 0.0), seed) if text else 0
                 b = k * len(text.encode("utf-8"))
-                if k == 0 or c["full"] or (src in caps and c["bytes"] + b > caps[src]):
-                    c["full"] = c["full"] or (k > 0 and src in caps)
+                if text and k == 0:
+                    c["subsampled_docs"] += 1
+                    continue
+                if k == 0:
+                    continue
+                if c["full"] or (src in caps and c["bytes"] + b > caps[src]):
+                    c["full"] = True
+                    c["capped_docs"] += 1
+                    c["capped_bytes"] += b // k
                     continue
                 c["docs"] += k
                 c["bytes"] += b
@@ -178,4 +312,4 @@ def write_mix(
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return {k: {"docs": v["docs"], "bytes": v["bytes"]} for k, v in counts.items()}
+    return {k: {n: v[n] for n in _COUNTS} for k, v in counts.items()}

@@ -28,7 +28,7 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 from datatrove.utils.word_tokenizers import WordTokenizer
 
-from ..data import DataError, Resolved, iter_documents
+from ..data import DataError, Resolved, iter_documents, iter_file_part
 from ..text import az_lower
 from . import decontaminate, language, quality
 
@@ -67,9 +67,13 @@ def writer(folder: Path) -> JsonlWriter:
 class SourceReader(PipelineStep):
     """Documents of the sources (normalized by :func:`azllm.data.iter_documents`), each tagged with its source.
 
-    Task ``rank`` of ``world_size`` takes whole files when a source has at least ``world_size`` files and no
-    source-wide cap, else every ``world_size``-th document. ``metadata.order`` (source, file, document numbers)
-    is the input order, which :func:`in_input_order` restores across tasks."""
+    A source of files without caps is split by size: task ``rank`` of ``world_size`` reads piece ``rank`` of every
+    file (:func:`azllm.data.iter_file_part`: the lines that start in its byte range, or its parquet row groups), so
+    one 8 GB file spreads over every task and no task reads what another keeps; a document's number is then its
+    byte offset (row for parquet). A capped source is read in order (a cap depends on what came before): whole
+    files per task when it has at least ``world_size`` files and no source-wide cap, else every
+    ``world_size``-th document. ``metadata.order`` (source, file, position) is the input order, which
+    :func:`in_input_order` restores across tasks."""
 
     name = "azllm sources"
     type = "📖 - READER"
@@ -87,6 +91,15 @@ class SourceReader(PipelineStep):
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         for s, r in enumerate(self.sources):
+            if r.kind == "files" and r.max_bytes is None and r.max_lines is None and r.max_bytes_per_file is None:
+                for f, path in enumerate(r.files):
+                    name = source_name(str(path))
+                    for pos, text in iter_file_part(path, rank, world_size, r.text_field):
+                        self.stat_update("documents")
+                        yield Document(
+                            text=text, id=f"{name}/{f}/{pos}", metadata={"source": name, "order": [s, f, pos]}
+                        )
+                continue
             file_no = {str(f): j for j, f in enumerate(r.files)}
             parts, stride = self._parts(r, rank, world_size)
             for part in parts:

@@ -53,7 +53,7 @@ from .pipeline import (
 __all__ = ["clean_corpus", "corpus_key", "MANIFEST"]
 
 MANIFEST = "manifest.json"
-FORMAT = 3
+FORMAT = 4
 """Version of the stage's output (part of the key): raise it when the stage's code changes its output."""
 
 

@@ -27,7 +27,16 @@ from .paths import Paths
 from .sources import resolve
 from .tasks import decontamination_sets
 
-__all__ = ["run_corpus", "corpus_mix", "corpus_source", "eval_sets", "clean_documents", "removal_rows", "mix_rows"]
+__all__ = [
+    "run_corpus",
+    "corpus_mix",
+    "corpus_source",
+    "eval_sets",
+    "clean_documents",
+    "removal_rows",
+    "mix_rows",
+    "sentence_filter_summary",
+]
 
 
 def run_corpus(cfg: Config, *, force: bool = False) -> dict:
@@ -68,6 +77,7 @@ def _known_names(names: dict, sizes: dict, what: str) -> dict:
 def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
     """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{rates, counts}``."""
     from ..corpus import in_input_order, rates, write_mix
+    from ..corpus.mix import SeenShingles, expected_3grams
 
     mix = cfg.corpus.mix
     folder = Paths(cfg).corpus(manifest["key"])
@@ -77,19 +87,29 @@ def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
     source_rates = rates(
         sizes, temperature=mix.temperature, weights=weights, total_bytes=mix.total_bytes, max_repeat=mix.max_repeat
     )
-    key = json_hash({"rates": source_rates, "caps": caps, "sentence_dedup": mix.sentence_dedup, "seed": cfg.seed})
+    sf = mix.sentence_filter
+    dedup = sf.model_dump() if mix.sentence_dedup else False
+    key = json_hash({"rates": source_rates, "caps": caps, "sentence_dedup": dedup, "seed": cfg.seed})
     path = folder / f"mix-{key}.jsonl"
     counts_file = path.with_suffix(".counts.json")
     if not (path.is_file() and counts_file.is_file()):
+        seen = None
+        if mix.sentence_dedup:
+            seen = SeenShingles(
+                expected_3grams(sum(sizes.values()), sf.expected_per_byte),
+                false_positive=sf.false_positive,
+                max_false_positive=sf.max_false_positive,
+            )
         counts = write_mix(
             in_input_order(folder / "clean"),
             path,
             source_rates=source_rates,
             caps=caps,
-            sentence_dedup=mix.sentence_dedup,
+            sentence_filter=seen,
             seed=cfg.seed,
         )
-        atomic_write_json(counts_file, {"rates": source_rates, "caps": caps, "counts": counts})
+        record = {"rates": source_rates, "caps": caps, "counts": counts}
+        atomic_write_json(counts_file, {**record, "sentence_filter": seen.stats() if seen is not None else None})
     return path, json.loads(counts_file.read_text())
 
 
@@ -154,19 +174,43 @@ def removal_rows(manifest: dict) -> list[dict]:
 
 
 def mix_rows(manifest: dict, mix: dict) -> list[dict]:
-    """Per source: MB and share (%) of the cleaned corpus, the mix rate (copies per document), MB and share of the
-    mix (:func:`corpus_mix`)."""
+    """Per source: MB and share (%) of the cleaned corpus, the share of its sentences that the near-duplicate step
+    dropped (and their MB), the documents that subsampling and caps left out, the mix rate (copies per document), MB
+    and share of the mix (:func:`corpus_mix`)."""
     by = {k: v for k, v in manifest["counts"]["by_source"].items() if k != "total"}
     clean_total = sum(v.get("kept_bytes", 0) for v in by.values()) or 1
     mix_total = sum(v["bytes"] for v in mix["counts"].values()) or 1
-    return [
-        {
-            "source": s,
-            "clean_mb": by[s].get("kept_bytes", 0) / 1e6,
-            "clean_pct": 100 * by[s].get("kept_bytes", 0) / clean_total,
-            "rate": mix["rates"].get(s, 0.0),
-            "mix_mb": mix["counts"].get(s, {}).get("bytes", 0) / 1e6,
-            "mix_pct": 100 * mix["counts"].get(s, {}).get("bytes", 0) / mix_total,
-        }
-        for s in sorted(by)
-    ]
+    rows = []
+    for s in sorted(by):
+        c = mix["counts"].get(s, {})
+        rows.append(
+            {
+                "source": s,
+                "clean_mb": by[s].get("kept_bytes", 0) / 1e6,
+                "clean_pct": 100 * by[s].get("kept_bytes", 0) / clean_total,
+                "dropped_sentences_pct": 100 * c.get("dropped_sentences", 0) / max(c.get("sentences", 0), 1),
+                "dropped_sentence_mb": c.get("dropped_sentence_bytes", 0) / 1e6,
+                "subsampled_docs": c.get("subsampled_docs", 0),
+                "capped_docs": c.get("capped_docs", 0),
+                "rate": mix["rates"].get(s, 0.0),
+                "mix_mb": c.get("bytes", 0) / 1e6,
+                "mix_pct": 100 * c.get("bytes", 0) / mix_total,
+            }
+        )
+    return rows
+
+
+def sentence_filter_summary(mix: dict) -> str:
+    """One sentence on the near-duplicate sentence step of :func:`corpus_mix`: sentences dropped, the filter's size
+    and its measured false-positive rate against its bound."""
+    sf = mix.get("sentence_filter")
+    if not sf:
+        return "Sentence near-duplicates are kept (corpus.mix.sentence_dedup is false)."
+    c = mix["counts"].values()
+    n, d = sum(x.get("sentences", 0) for x in c), sum(x.get("dropped_sentences", 0) for x in c)
+    return (
+        f"The near-duplicate sentence step dropped {d:,} of {n:,} sentences ({100 * d / max(n, 1):.2f}%). Its filter "
+        f"holds {sf['added_3grams']:,} word 3-grams in {sf['mib']:.1f} MiB (sized for {sf['expected_3grams']:,}); "
+        f"its false-positive rate at the end is {sf['false_positive']:.1e} (design {sf['design_false_positive']:g}, "
+        f"the stage stops past {sf['max_false_positive']:g})."
+    )

@@ -164,12 +164,16 @@ def train_job(job: dict) -> dict:
 
 def job_config(cfg: Config, sm: dict) -> Config:
     """The run's config inside a SageMaker job (:func:`azllm.sagemaker.job_paths`): the ``data`` input channel
-    becomes ``data.root``, the ``tokens`` channel ``tokens.dir``."""
+    becomes ``data.root``; the ``tokens`` channel (a folder of ``azllm prepare``) becomes ``tokens.dir``, and
+    without one the token files are prepared beside the checkpoints (``<checkpoints>/prepared``, which SageMaker
+    keeps in S3), so that a restarted spot job opens them instead of preparing again."""
     changes: dict = {}
     if sm.get("data"):
         changes["data"] = {"root": sm["data"]}
     if sm.get("tokens"):
         changes["tokens"] = {"dir": sm["tokens"]}
+    elif sm.get("checkpoints") and not cfg.tokens.dir:
+        changes["tokens"] = {"dir": str(Path(sm["checkpoints"]) / "prepared")}
     return Config.model_validate(deep_update(cfg.to_dict(), changes)) if changes else cfg
 
 
