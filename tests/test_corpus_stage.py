@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster_helpers import slurm_cluster  # noqa: F401
 from corpus_helpers import AMENDMENTS, KILL_SCRIPT, PROSE, TURKISH, _clean, _write, cleaned, flores  # noqa: F401
 
 from azllm.corpus import clean_corpus, in_input_order, read_jsonl
@@ -186,3 +187,73 @@ def test_one_large_file_spreads_over_every_task_with_the_output_of_one_task(tmp_
             shards = sorted(folder.glob("*.jsonl"))
             assert len(shards) == 3 and all(s.stat().st_size > 0 for s in shards)
     assert kept[1] == kept[3] and len(kept[1]) > 500
+
+
+def _records(path):
+    """A shard's records without ``file_path`` (the reader's note of the work folder it read, which differs)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        rec["metadata"].pop("file_path", None)
+        out.append(rec)
+    return out
+
+
+@pytest.mark.slow  # a local Ray cluster starts (~15 s) and runs the six steps
+def test_the_stage_on_a_local_ray_cluster_keeps_what_the_local_executor_keeps(tmp_path, data_root, flores):
+    """``executor="ray"``: the stage starts a local Ray cluster (PyPI ``ray``), runs its six steps there through
+    datatrove's RayPipelineExecutor, and stops it; every shard of cleaned and removed documents holds the same
+    records as the local executor's (texts byte for byte, ids, order, reasons), and the counts are equal."""
+    import ray
+
+    out = {}
+    for executor in ("local", "ray"):
+        m = _clean(
+            data_root / "data/az/train", tmp_path / executor, {"flores": flores}, tasks=2, workers=2, executor=executor
+        )
+        folder = tmp_path / executor / m["key"]
+        out[executor] = (
+            m["key"],
+            m["counts"],
+            {p.relative_to(folder).as_posix(): _records(p) for p in sorted(folder.rglob("*.jsonl"))},
+        )
+        assert m["performance"]["executor"] == executor
+    assert out["ray"] == out["local"] and len(out["ray"][2]) >= 2
+    assert not ray.is_initialized()  # the cluster the stage started is stopped
+
+
+@pytest.mark.slow  # six job arrays and their stats jobs on a one-node Slurm cluster (~1-2 min)
+def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(tmp_path, data_root, flores, slurm_cluster):
+    """``executor="slurm"`` on a real one-node Slurm cluster (Debian's slurmctld and slurmd, started by the
+    fixture): the six steps are submitted with sbatch as job arrays, each ``afterok`` the one before, and the records
+    and counts equal the local executor's. ``wait: false`` submits and stops with a message; the same call while
+    those jobs still run submits nothing and waits for them."""
+    from azllm.corpus.stage import CorpusSubmitted
+
+    src = data_root / "data/az/train"
+    slurm = {"partition": slurm_cluster["partition"], "time": "00:20:00", "mem_per_cpu_gb": 1, "poll_s": 2}
+    local = _clean(src, tmp_path / "local", {"flores": flores}, tasks=2, workers=2)
+    with pytest.raises(CorpusSubmitted, match="submitted Slurm job"):
+        _clean(
+            src,
+            tmp_path / "slurm",
+            {"flores": flores},
+            tasks=2,
+            workers=2,
+            executor="slurm",
+            executor_options={**slurm, "wait": False},
+        )
+    (record,) = (tmp_path / "slurm").glob("*.work/slurm_jobs.json")
+    submitted = json.loads(record.read_text())
+    assert len(submitted) == 6
+    m = _clean(  # the jobs of the first call are still queued: this call waits for them, it submits nothing
+        src, tmp_path / "slurm", {"flores": flores}, tasks=2, workers=2, executor="slurm", executor_options=slurm
+    )
+    assert json.loads((tmp_path / "slurm" / m["key"] / "slurm_jobs.json").read_text()) == submitted
+    assert m["performance"]["executor"] == "slurm" and m["counts"] == local["counts"]
+    a, b = (tmp_path / k / m["key"] for k in ("local", "slurm"))
+    assert {p.relative_to(a).as_posix(): _records(p) for p in sorted(a.rglob("*.jsonl"))} == {
+        p.relative_to(b).as_posix(): _records(p) for p in sorted(b.rglob("*.jsonl"))
+    }
+    scripts = sorted((b / "logs").glob("*/launch_script.slurm"))
+    assert len(scripts) == 6 and all("#SBATCH --partition=debug" in s.read_text() for s in scripts)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .data import _Section
@@ -80,6 +82,50 @@ class MixConfig(_Section):
     """Bytes of the mix before caps; None: the bytes of the sources whose weight is not 0."""
 
 
+class RayExecutorConfig(_Section):
+    """``corpus.executor: ray``: datatrove's RayPipelineExecutor. The work folder (the artifacts) must be on storage
+    that every node sees."""
+
+    address: str | None = None
+    """A running cluster (``ray://host:10001``, ``auto``); None: ``$RAY_ADDRESS`` when set, else a local cluster on
+    this machine with ``corpus.workers`` CPUs, started and stopped by the stage."""
+    cpus_per_task: int = Field(1, ge=1)
+    """CPUs Ray reserves per task."""
+    mem_per_cpu_gb: float = Field(2.0, gt=0)
+    """Memory Ray reserves per CPU of a task."""
+
+
+class SlurmExecutorConfig(_Section):
+    """``corpus.executor: slurm``: datatrove's SlurmPipelineExecutor; each of the six steps is one job array that
+    depends on the one before (``afterok``). Run ``azllm prepare`` where ``sbatch`` works (a login node, or itself
+    inside a job); the work folder must be on shared storage."""
+
+    partition: str | None = None
+    """The partition (required)."""
+    time: str = "24:00:00"
+    """Time limit of each task."""
+    cpus_per_task: int = Field(1, ge=1)
+    """CPUs per task."""
+    mem_per_cpu_gb: float = Field(2.0, gt=0)
+    """Memory per CPU of a task."""
+    qos: str = "normal"
+    """Quality of service."""
+    env_command: str | None = None
+    """A shell line each job runs first (``module load ...; source .venv/bin/activate``); None: activate the virtual
+    environment of the submitting Python."""
+    sbatch_args: dict[str, str] = Field(default_factory=dict)
+    """More ``#SBATCH`` directives (``{"account": "myproj"}``)."""
+    job_name: str = "azllm-corpus"
+    """Prefix of the jobs' names."""
+    wait: bool = True
+    """Wait for the jobs and go on (mix, tokenizer, token files); False: submit and stop with a message, and the
+    same command goes on from the finished jobs when run again."""
+    poll_s: float = Field(60.0, gt=0)
+    """How often the waiting process checks the jobs."""
+    max_wait_hours: float = Field(72.0, gt=0)
+    """Stop waiting (with an error) after this long."""
+
+
 class CorpusConfig(_Section):
     """The corpus stage: ``data.train`` cleaned, deduplicated, decontaminated and mixed (notebook 00_corpus).
     Tokenizers and token files are then made from the mix."""
@@ -107,3 +153,10 @@ class CorpusConfig(_Section):
     """Shards the stage splits the input into; None: one per CPU core."""
     workers: int | None = None
     """Processes; None: one per CPU core."""
+    executor: Literal["local", "ray", "slurm"] = "local"
+    """Where the stage's tasks run: processes of this machine, a Ray cluster, or Slurm job arrays (the same output
+    for each, tested for local and Ray)."""
+    ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
+    """With ``executor: ray``."""
+    slurm: SlurmExecutorConfig = Field(default_factory=SlurmExecutorConfig)
+    """With ``executor: slurm``."""

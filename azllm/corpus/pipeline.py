@@ -34,6 +34,7 @@ from . import decontaminate, language, quality
 
 __all__ = [
     "SourceReader",
+    "TouchShard",
     "LanguageFilter",
     "QualityFilter",
     "DecontaminationFilter",
@@ -115,6 +116,24 @@ class SourceReader(PipelineStep):
                         id=f"{source_name(origin)}/{f}/{n}",
                         metadata={"source": source_name(origin), "order": [s, f, n]},
                     )
+
+
+class TouchShard(PipelineStep):
+    """Creates this task's shard file in ``folder`` (empty until a writer fills it) and passes the documents on:
+    a later step reads shard ``i`` as task ``i``, also when task ``i`` kept nothing, on any executor."""
+
+    name = "azllm shard"
+    type = "💾 - WRITER"
+
+    def __init__(self, folder: str | Path):
+        super().__init__()
+        self.folder = str(folder)
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        Path(self.folder).mkdir(parents=True, exist_ok=True)
+        (Path(self.folder) / f"{rank:05d}.jsonl").touch()
+        if data is not None:
+            yield from data
 
 
 class LanguageFilter(BaseFilter):

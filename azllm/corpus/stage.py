@@ -44,13 +44,14 @@ from .pipeline import (
     LanguageFilter,
     QualityFilter,
     SourceReader,
+    TouchShard,
     exact_key,
     input_ids,
     read_jsonl,
     writer,
 )
 
-__all__ = ["clean_corpus", "corpus_key", "MANIFEST"]
+__all__ = ["clean_corpus", "corpus_key", "CorpusSubmitted", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 FORMAT = 4
@@ -117,110 +118,230 @@ def _workers_can_start() -> tuple[bool, str]:
     )
 
 
-def _run(pipeline, work: Path, name: str, tasks: int, workers: int) -> None:
-    """One datatrove executor run; its log lines, the workers' included (:class:`_Executor`), go to
-    :func:`azllm.utils.log_stream` (terminal or run log) and to ``<work>/logs/<name>/``."""
-    from loguru import logger
+class CorpusSubmitted(DataError):
+    """The stage's Slurm jobs are submitted and ``corpus.slurm.wait`` is false: run the same command again once they
+    have finished, and it goes on from their output."""
 
-    logger.remove()
-    logger.add(log_stream(), level="INFO")  # the parent's lines; each task sets its own from sys.stderr
-    with contextlib.redirect_stderr(log_stream()):
-        _Executor(
+
+def _executor(engine: dict, pipeline, work: Path, name: str, tasks: int, workers: int, depends):
+    """One datatrove executor of ``engine["executor"]`` (local, ray, slurm) for one step, depending on the step
+    before; its logs, stats and completion marks go to ``<work>/logs/<name>/``."""
+    kind, logs = engine.get("executor", "local"), str(work / "logs" / name)
+    if kind == "local":
+        return _Executor(
             pipeline=pipeline,
             tasks=tasks,
             workers=min(workers, tasks),
-            logging_dir=str(work / "logs" / name),
+            logging_dir=logs,
+            depends=depends,
             log=os.environ.get(LOG_ENV) or None,
-        ).run()
+        )
+    if kind == "ray":
+        from datatrove.executor import RayPipelineExecutor
+
+        o = engine.get("ray") or {}
+        return RayPipelineExecutor(
+            pipeline=pipeline,
+            tasks=tasks,
+            workers=tasks,
+            depends=depends,
+            logging_dir=logs,
+            cpus_per_task=o.get("cpus_per_task", 1),
+            mem_per_cpu_gb=o.get("mem_per_cpu_gb", 2.0),
+        )
+    if kind == "slurm":
+        from datatrove.executor import SlurmPipelineExecutor
+
+        o = engine.get("slurm") or {}
+        if not o.get("partition"):
+            raise DataError("corpus.executor is slurm: set corpus.slurm.partition")
+        return SlurmPipelineExecutor(
+            pipeline=pipeline,
+            tasks=tasks,
+            time=o.get("time", "24:00:00"),
+            partition=o["partition"],
+            cpus_per_task=o.get("cpus_per_task", 1),
+            mem_per_cpu_gb=o.get("mem_per_cpu_gb", 2.0),
+            qos=o.get("qos", "normal"),
+            job_name=f"{o.get('job_name', 'azllm-corpus')}-{name}",
+            env_command=o.get("env_command") or f"source {Path(sys.prefix) / 'bin' / 'activate'}",
+            sbatch_args=o.get("sbatch_args") or None,
+            depends=depends,
+            logging_dir=logs,
+            mail_type="NONE",
+        )
+    raise DataError(f"corpus.executor must be local, ray or slurm, got {kind!r}")
 
 
-def _fill_empty_shards(folder: Path, tasks: int) -> None:
-    """A task that kept no document writes no file; later stages map file i to task i, so add empty ones."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for r in range(tasks):
-        (folder / f"{r:05d}.jsonl").touch()
+def _check_done(name: str, ex, work: Path) -> None:
+    """Every task of a step finished, or a :class:`DataError` that names the step, its tasks and its logs."""
+    left = ex.get_incomplete_ranks(range(ex.world_size), skip_completed=True)
+    if left:
+        raise DataError(
+            f"corpus: step {name}: task(s) {left[:10]}{' ...' if len(left) > 10 else ''} of {ex.world_size} did not "
+            f"finish; their logs are in {work / 'logs' / name}. The same command resumes the unfinished tasks."
+        )
 
 
-def _stages(sources, work: Path, eval_lines, settings, tasks: int, workers: int) -> None:
-    """The six executor runs of :mod:`.pipeline` (each resumes its finished tasks)."""
+@contextlib.contextmanager
+def _ray_cluster(options: dict, cpus: int):
+    """A Ray cluster for the stage: the one already connected, ``address`` / ``$RAY_ADDRESS``, or a local one with
+    ``cpus`` CPUs that is stopped afterwards. Workers' output stays in Ray's and datatrove's logs, never in a page."""
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    address = options.get("address") or os.environ.get("RAY_ADDRESS")
+    kwargs = {"address": address} if address else {"num_cpus": max(1, cpus), "include_dashboard": False}
+    ray.init(log_to_driver=False, configure_logging=False, **kwargs)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _run_steps(steps: list, work: Path, engine: dict, workers: int) -> None:
+    """The steps (``(name, pipeline, tasks, workers)``), each depending on the one before: on this machine and on
+    Ray one after another, each checked complete before the next starts (a failed step stops the stage instead of
+    waiting for it); on Slurm submitted at once as dependent job arrays, then waited for."""
+    from loguru import logger
+
+    kind = engine.get("executor", "local")
+    execs, prev = [], None
+    for name, pipeline, tasks, step_workers in steps:
+        prev = _executor(engine, pipeline, work, name, tasks, step_workers, prev)
+        execs.append((name, prev))
+    logger.remove()
+    logger.add(log_stream(), level="INFO")  # the parent's lines; each task sets its own from sys.stderr
+    with contextlib.redirect_stderr(log_stream()):
+        if kind == "slurm":
+            _submit_and_wait(execs, work, engine.get("slurm") or {})
+            return
+        cluster = _ray_cluster(engine.get("ray") or {}, workers) if kind == "ray" else contextlib.nullcontext()
+        with cluster:
+            for name, ex in execs:
+                ex.run()
+                _check_done(name, ex, work)
+
+
+def _queued(ids: list[str]) -> list[str]:
+    """The jobs of ``ids`` that Slurm still has queued or running (``squeue``)."""
+    import subprocess
+
+    if not ids:
+        return []
+    out = subprocess.run(["squeue", "-h", "-o", "%A", "-j", ",".join(ids)], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def _submit_and_wait(execs: list, work: Path, options: dict) -> None:
+    """Submit the chain of Slurm job arrays (the last step launches the ones it depends on) unless jobs of an
+    earlier submission are still queued or running (``<work>/slurm_jobs.json``: a second call never submits twice),
+    then wait for the last step's tasks. Stops when no job of the chain is left but tasks are unfinished (naming the
+    step and its logs), or after ``max_wait_hours``."""
+    name, last = execs[-1]
+    if all(not ex.get_incomplete_ranks(range(ex.world_size), skip_completed=True) for _, ex in execs):
+        return
+    record = work / "slurm_jobs.json"
+    ids = json.loads(record.read_text()) if record.is_file() else []
+    if not _queued(ids):
+        last.run()  # sbatch of every unfinished step, each afterok the one before
+        ids = [str(ex.job_id) for _, ex in execs if ex.job_id not in (None, -1)]
+        atomic_write_text(record, json.dumps(ids))
+    if not options.get("wait", True):
+        raise CorpusSubmitted(
+            f"corpus: submitted Slurm job(s) {', '.join(ids)} (logs in {work / 'logs'}); run the same command again "
+            "when they have finished"
+        )
+    deadline = time.monotonic() + 3600 * float(options.get("max_wait_hours", 72))
+    while last.get_incomplete_ranks(range(last.world_size), skip_completed=True):
+        if time.monotonic() > deadline:
+            raise DataError(f"corpus: the Slurm jobs {ids} did not finish within corpus.slurm.max_wait_hours")
+        if not _queued(ids) and last.get_incomplete_ranks(range(last.world_size), skip_completed=True):
+            for n, ex in execs:  # nothing left to run: the step that failed says so
+                _check_done(n, ex, work)
+        time.sleep(float(options.get("poll_s", 60)))
+    for n, ex in execs:
+        _check_done(n, ex, work)
+
+
+def _stages(sources, work: Path, eval_lines, settings, tasks: int, workers: int, engine: dict) -> None:
+    """The six steps of :mod:`.pipeline` on ``engine``'s executor (each resumes its finished tasks)."""
     rm = work / "removed"
     sha1 = HashConfig(precision=64, hash_fc="sha1")  # datatrove's xxhash default needs xxhash<4; we pin 4
     excfg = ExactDedupConfig(content_getter=exact_key, hash_config=sha1)
     mh = MinhashConfig(**settings["minhash"], hash_config=sha1)
-    _run(
-        [
-            SourceReader(sources),
-            QualityFilter(settings["quality"], exclusion_writer=writer(rm / "quality")),
-            LanguageFilter(settings["languages"], exclusion_writer=writer(rm / "language")),
-            DecontaminationFilter(
-                eval_lines,
-                settings["decontamination_n"],
-                settings["decontamination_min_words"],
-                exclusion_writer=writer(rm / "decontamination"),
-            ),
-            writer(work / "filtered"),  # writers pass documents on; signature steps end a pipeline
-            ExactDedupSignature(str(work / "exact_sigs"), config=excfg),
-        ],
-        work,
-        "1_filter",
-        tasks,
-        workers,
-    )
-    _fill_empty_shards(work / "filtered", tasks)
-    _run(
-        [ExactFindDedups(str(work / "exact_sigs"), str(work / "exact_dups"), config=excfg)], work, "2_exact_find", 1, 1
-    )
-    _run(
-        [
-            JsonlReader(str(work / "filtered")),
-            ExactDedupFilter(str(work / "exact_dups"), config=excfg, exclusion_writer=writer(rm / "exact_dedup")),
-            writer(work / "exact"),
-            MinhashDedupSignature(str(work / "mh_sigs"), config=mh, language=AzWords()),
-        ],
-        work,
-        "3_exact_drop",
-        tasks,
-        workers,
-    )
-    _fill_empty_shards(work / "exact", tasks)
-    _run(
-        [MinhashDedupBuckets(str(work / "mh_sigs"), str(work / "mh_buckets"), config=mh)],
-        work,
-        "4_buckets",
-        mh.num_buckets,
-        workers,
-    )
-    _run(
-        [
-            MinhashDedupCluster(
-                str(work / "mh_buckets"),
-                str(work / "mh_clusters"),
-                config=mh,
-                save_cluster_id=True,
-                save_cluster_size=True,
-            )
-        ],
-        work,
-        "5_clusters",
-        1,
-        1,
-    )
-    _run(
-        [
-            JsonlReader(str(work / "exact")),
-            MinhashDedupFilter(
-                str(work / "mh_clusters"),
-                exclusion_writer=writer(rm / "near_dedup"),
-                load_cluster_ids=True,
-                load_cluster_sizes=True,
-            ),
-            writer(work / "clean"),
-        ],
-        work,
-        "6_near_drop",
-        tasks,
-        workers,
-    )
+    steps = [
+        (
+            "1_filter",
+            [
+                SourceReader(sources),
+                TouchShard(work / "filtered"),  # later steps read shard i as task i, also an empty one
+                QualityFilter(settings["quality"], exclusion_writer=writer(rm / "quality")),
+                LanguageFilter(settings["languages"], exclusion_writer=writer(rm / "language")),
+                DecontaminationFilter(
+                    eval_lines,
+                    settings["decontamination_n"],
+                    settings["decontamination_min_words"],
+                    exclusion_writer=writer(rm / "decontamination"),
+                ),
+                writer(work / "filtered"),  # writers pass documents on; signature steps end a pipeline
+                ExactDedupSignature(str(work / "exact_sigs"), config=excfg),
+            ],
+            tasks,
+            workers,
+        ),
+        ("2_exact_find", [ExactFindDedups(str(work / "exact_sigs"), str(work / "exact_dups"), config=excfg)], 1, 1),
+        (
+            "3_exact_drop",
+            [
+                JsonlReader(str(work / "filtered")),
+                TouchShard(work / "exact"),
+                ExactDedupFilter(str(work / "exact_dups"), config=excfg, exclusion_writer=writer(rm / "exact_dedup")),
+                writer(work / "exact"),
+                MinhashDedupSignature(str(work / "mh_sigs"), config=mh, language=AzWords()),
+            ],
+            tasks,
+            workers,
+        ),
+        (
+            "4_buckets",
+            [MinhashDedupBuckets(str(work / "mh_sigs"), str(work / "mh_buckets"), config=mh)],
+            mh.num_buckets,
+            workers,
+        ),
+        (
+            "5_clusters",
+            [
+                MinhashDedupCluster(
+                    str(work / "mh_buckets"),
+                    str(work / "mh_clusters"),
+                    config=mh,
+                    save_cluster_id=True,
+                    save_cluster_size=True,
+                )
+            ],
+            1,
+            1,
+        ),
+        (
+            "6_near_drop",
+            [
+                JsonlReader(str(work / "exact")),
+                MinhashDedupFilter(
+                    str(work / "mh_clusters"),
+                    exclusion_writer=writer(rm / "near_dedup"),
+                    load_cluster_ids=True,
+                    load_cluster_sizes=True,
+                ),
+                writer(work / "clean"),
+            ],
+            tasks,
+            workers,
+        ),
+    ]
+    _run_steps(steps, work, engine, workers)
 
 
 def _counts(work: Path) -> dict:
@@ -271,6 +392,8 @@ def clean_corpus(
     minhash: dict | None = None,
     tasks: int = 2,
     workers: int = 2,
+    executor: str = "local",
+    executor_options: dict | None = None,
     force: bool = False,
 ) -> dict:
     """Clean ``sources`` into ``<out_root>/<key>/clean/*.jsonl`` and return its manifest.
@@ -279,7 +402,9 @@ def clean_corpus(
     existing ``<key>/manifest.json`` is returned without work unless ``force``. Settings are the keyword
     arguments: languages kept, the thresholds of :func:`azllm.corpus.quality.quality_problem`, the
     decontamination n-gram length, MinHash's ``n_grams``/``num_buckets``/``hashes_per_bucket``, and
-    ``tasks`` (shards) / ``workers`` (processes).
+    ``tasks`` (shards) / ``workers`` (processes). ``executor``: where the tasks run, ``local`` (this machine's
+    processes), ``ray`` or ``slurm`` (datatrove's executors, with ``executor_options``: the ``corpus.ray`` /
+    ``corpus.slurm`` params); the output is the same on each (the key leaves it out).
 
     Processes that call it at once (torchrun ranks) wait on a lock: one cleans, the others read its manifest.
     The workers are started by a forkserver, and each re-runs the caller's main script by its path: a script
@@ -308,14 +433,17 @@ def clean_corpus(
     with FileLock(str(out) + ".lock"):  # several processes (torchrun ranks) of one run: one cleans, all read
         if (out / MANIFEST).is_file() and not force:
             return json.loads((out / MANIFEST).read_text())
-        return _clean(sources, out, eval_lines, settings, inputs, tasks, workers)
+        engine = {"executor": executor, executor: dict(executor_options or {})}
+        return _clean(sources, out, eval_lines, settings, inputs, tasks, workers, engine)
 
 
-def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: int, workers: int) -> dict:
+def _clean(
+    sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: int, workers: int, engine: dict
+) -> dict:
     """The stage's work in ``<out>.work``, then the manifest, then the rename to ``out``."""
     work = out.with_name(out.name + ".work")
     can, why = _workers_can_start()
-    if workers > 1 and not can:
+    if workers > 1 and not can and engine["executor"] == "local":
         print(
             f"azllm corpus: {why}: running the {tasks} tasks one after another in this process; for "
             f'{workers} worker processes run the script from a file (with an `if __name__ == "__main__":` '
@@ -325,7 +453,7 @@ def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: 
         )
         workers = 1
     t0 = time.perf_counter()
-    _stages(sources, work, eval_lines, settings, tasks, workers)
+    _stages(sources, work, eval_lines, settings, tasks, workers, engine)
     seconds = time.perf_counter() - t0
     counts = _counts(work)
     _check_sources(counts, sources)
@@ -335,7 +463,7 @@ def _clean(sources, out: Path, eval_lines, settings: dict, inputs: list, tasks: 
         "settings": settings,
         "counts": counts,
         "shards": sorted(str(p.relative_to(work)) for p in (work / "clean").glob("*.jsonl")),
-        "performance": _performance(counts, seconds, workers),
+        "performance": {**_performance(counts, seconds, workers), "executor": engine["executor"]},
     }
     for tmp in ("filtered", "exact", "exact_sigs", "exact_dups", "mh_sigs", "mh_buckets"):
         shutil.rmtree(work / tmp, ignore_errors=True)

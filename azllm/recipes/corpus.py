@@ -58,6 +58,10 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
         minhash=settings.minhash.model_dump(),
         tasks=settings.tasks or cores,
         workers=settings.workers or cores,
+        executor=settings.executor,
+        executor_options=getattr(settings, settings.executor, None).model_dump()
+        if settings.executor != "local"
+        else None,
         force=force,
     )
 

@@ -97,7 +97,7 @@ def data_key(cfg: Config) -> str:
 
     data = cfg.data.model_dump(exclude={"root"})
     tokens = cfg.tokens.model_dump(exclude={"dir", "num_workers", "benchmark", "prepare_timeout_s"})
-    corpus = cfg.corpus.model_dump(exclude={"tasks", "workers"})
+    corpus = cfg.corpus.model_dump(exclude={"tasks", "workers", "executor", "ray", "slurm"})
     return json_hash(
         {"data": data, "corpus": corpus, "tokenizer": cfg.tokenizer.model_dump(), "tokens": tokens, "seed": cfg.seed}
     )

@@ -1,0 +1,111 @@
+"""A one-node Slurm cluster for the tests, from Debian's packages (``slurmctld``, ``slurmd``, ``slurm-client``,
+``munge``; ``.ci/run`` installs them): a fixture writes its ``slurm.conf`` in a temporary folder, starts ``munged``
+(unless one runs), ``slurmctld`` and ``slurmd``, points ``SLURM_CONF`` at it and stops the daemons at the end. When
+they cannot start the test fails and says why: it never skips."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+SLURM_CONF = """ClusterName=azllm-test
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU_Memory
+SchedulerType=sched/builtin
+ReturnToService=2
+MpiDefault=none
+NodeName={host} CPUs={cpus} RealMemory=8000 State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _fail(why: str, folder: Path) -> None:
+    logs = "".join(
+        f"\n--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in sorted(folder.glob("*.log")) if p.is_file()
+    )
+    pytest.fail(f"the one-node Slurm cluster did not start: {why}{logs}")
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """``{"conf", "partition"}`` of a running one-node cluster; ``SLURM_CONF`` is set for this process and what it
+    starts."""
+    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo") if not shutil.which(t)]
+    d = tmp_path_factory.mktemp("slurm")
+    if missing:
+        _fail(f"{missing} not installed (apt-get install slurmctld slurmd slurm-client munge)", d)
+    host = socket.gethostname().split(".")[0]
+    conf = d / "slurm.conf"
+    conf.write_text(
+        SLURM_CONF.format(host=host, d=d, ctld_port=_free_port(), d_port=_free_port(), cpus=os.cpu_count() or 1)
+    )
+    (d / "state").mkdir()
+    (d / "spool").mkdir()
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(conf)
+    started_munge = None
+    if not Path("/run/munge/munge.socket.2").exists():
+        for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
+            os.makedirs(folder, exist_ok=True)
+        if not Path("/etc/munge/munge.key").exists():
+            subprocess.run(["mungekey", "--create"], check=False, capture_output=True)
+        p = subprocess.run(["munged", "--force"], capture_output=True, text=True)
+        if p.returncode != 0:
+            _fail(f"munged: {p.stderr.strip()}", d)
+        started_munge = True
+    for daemon in ("slurmctld", "slurmd"):
+        p = subprocess.run([daemon], capture_output=True, text=True)
+        if p.returncode != 0:
+            _fail(f"{daemon}: {p.stderr.strip()}", d)
+        time.sleep(1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        if state == "idle":
+            break
+        time.sleep(1)
+    else:
+        _fail(f"the node is {state!r} after 60 s", d)
+    try:
+        yield {"conf": conf, "partition": "debug"}
+    finally:
+        subprocess.run(["scontrol", "shutdown"], capture_output=True)
+        for pid_file in ("slurmd.pid", "slurmctld.pid"):
+            try:
+                os.kill(int((d / pid_file).read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        if started_munge:
+            subprocess.run(["pkill", "-x", "munged"], capture_output=True)
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
