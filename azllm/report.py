@@ -275,6 +275,70 @@ def _f(x, fmt: str = "{:.3f}") -> str:
     return "—" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
 
 
+def _corpus_answer(m: dict) -> tuple | None:
+    c = m.get("corpus") or {}
+    total = ((c.get("counts") or {}).get("by_source") or {}).get("total") or {}
+    if not total.get("input_bytes"):
+        return None
+    mix = sum(r.get("mix_mb") or 0 for r in c.get("mix") or [])
+    sf = c.get("sentence_filter") or {}
+    dropped = [r for r in c.get("mix") or [] if r.get("dropped_sentences_pct") is not None]
+    sentences = (
+        f"; near-duplicate sentences dropped in the mix: up to {max(r['dropped_sentences_pct'] for r in dropped):.1f}%"
+        " of a source" + (f" (filter false-positive rate {sf['false_positive']:.1e})" if sf else "")
+        if dropped
+        else ""
+    )
+    return (
+        "What the corpus stage kept",
+        f"{total.get('kept_bytes', 0) / 1e6:,.1f} of {total['input_bytes'] / 1e6:,.1f} MB "
+        f"({100 * total.get('kept_bytes', 0) / total['input_bytes']:.1f}%), {total.get('kept_docs', 0):,} documents; "
+        f"the mix: {mix:,.1f} MB{sentences}",
+        "the input as found; what each step removed is on the page",
+        "00_corpus.html",
+    )
+
+
+def _tokens_answer(m: dict) -> tuple | None:
+    split = m.get("tokens_split") or {}
+    if not split.get("train_tokens"):
+        return None
+    ratios = (m.get("tokens_benchmark") or {}).get("ratios") or {}
+    speed = (
+        f"; the encoder at {_f(ratios['c_over_limit_1x'], '{:.2f}')}× the tokenizer's own batch encode"
+        if ratios.get("c_over_limit_1x") is not None
+        else ""
+    )
+    return (
+        "Token files",
+        f"{split['train_tokens']:,} training and {split.get('val_tokens', 0):,} validation tokens "
+        f"({100 * split.get('val_share_of_docs', 0):.1f}% of the documents held out){speed}",
+        "the limit: the tokenizer's batch encode on all cores, nothing written",
+        "02_tokens.html",
+    )
+
+
+def _sft_answer(m: dict) -> tuple | None:
+    s = m.get("sft") or {}
+    c = s.get("chrf_before_after") or {}
+    if c.get("after") is None:
+        return None
+    tasks = [r for r in s.get("tasks_before_after") or [] if r.get("verdict") in ("gain", "loss")]
+    moved = (
+        "; beyond the noise on the tasks: "
+        + ", ".join(f"{r['task']} {_f(r.get('delta'), '{:+.3f}')} ({r['verdict']})" for r in tasks)
+        if tasks
+        else ("; every task within noise" if s.get("tasks_before_after") else "")
+    )
+    return (
+        "Does instruction tuning help (held-out answers)",
+        f"chrF++ of {c.get('n')} held-out answers {_f(c.get('before'), '{:.2f}')} → {_f(c['after'], '{:.2f}')} "
+        f"({_f(c.get('delta'), '{:+.2f}')} ± {_f(c.get('delta_se'), '{:.2f}')}, {c.get('verdict')}){moved}",
+        "the SFT base's own answers before any step; a gain only beyond 1.96 paired standard errors",
+        "07_sft.html",
+    )
+
+
 def _tokenizer_answer(m: dict) -> tuple | None:
     t = m.get("tokenizers") or {}
     if not t.get("best"):
@@ -328,11 +392,12 @@ def _eval_answer(m: dict) -> tuple | None:
         f"{top['way']} / {top['method']}: {e.get('az_headline')} {_f(top['az_gain'], '{:+.3f}')} "
         f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}"
     )
-    if (e.get("moved") or {}).get("base_at_chance"):  # no chance-level number presented as an answer
+    mv = e.get("moved") or {}
+    if mv.get("base_at_chance") or mv.get("stand_in"):  # no chance-level number presented as an answer
         answer = (
-            "none here: this base is a stand-in that sits at chance on every multiple-choice task, so its "
-            "downstream changes are noise (" + answer + "). The answer on a real base is the SmolLM2-135M "
-            "run: python -m azllm run params/smollm2.yaml (README, results)"
+            "none here: this base is a stand-in (the small Llama of 05, at or near chance on every multiple-choice "
+            "task), so its downstream changes are noise (" + answer + "). The answer on a real base is the "
+            "SmolLM2-135M run: python -m azllm run params/smollm2.yaml (README, results)"
         )
     return (
         "Most Azerbaijani per device-hour (downstream)",
@@ -401,12 +466,15 @@ def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
     produce is left out. Every number, and every winner (the best tokenizer, the adaptation run, the recipe, the
     fastest and the cheapest variant), is chosen by a recipe and read here from metrics.json."""
     rows = [
+        _corpus_answer(metrics),
         _tokenizer_answer(metrics),
+        _tokens_answer(metrics),
         _bpb_answer(metrics),
+        *_technique_answers(metrics),
         _adapt_answer(metrics),
         _eval_answer(metrics),
+        _sft_answer(metrics),
         _distill_answer(metrics),
-        *_technique_answers(metrics),
     ]
     return [r for r in rows if r is not None]
 

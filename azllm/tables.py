@@ -23,6 +23,7 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 from __future__ import annotations
 
 __all__ = [
+    "number",
     "LABELS",
     "ENCODER_LABELS",
     "VERDICT_MARK",
@@ -169,6 +170,17 @@ ALSO_SHOWN = ("acc_norm", "acc_mutual_info")
 def labelled(row: dict, keys=None) -> dict:
     """``row`` (or its ``keys``, in that order) with every key renamed to its display label."""
     return {LABELS.get(k, k): row.get(k) for k in (row if keys is None else keys)}
+
+
+def number(x) -> str:
+    """A table cell's number (:func:`azllm.utils.significant`): the Stylers of the pages format with it.
+
+    >>> number(268.940889), number(1422.0)
+    ('268.9', '1,422')
+    """
+    from .utils import significant
+
+    return significant(x)
 
 
 def _frame(rows: list[dict], keys=None, index=None):
@@ -616,11 +628,11 @@ def moved_sentence(moved: dict) -> str:
 
     z = moved["z"]
     s = ""
-    if moved["base_at_chance"]:
+    if moved["base_at_chance"] or moved.get("stand_in"):
         s += (
-            "The base sits at chance on every multiple-choice task: it is a stand-in, and its before -> after "
-            "changes on the tasks are noise, not an answer. The answer on a real base is the SmolLM2-135M run "
-            "(params/smollm2.yaml; its tables are in the README). "
+            "The base is a stand-in (the small Llama of notebook 05, at or near chance on the multiple-choice tasks), "
+            "so its before -> after changes on the tasks are noise, not an answer. The answer on a real base is the "
+            "SmolLM2-135M run (params/smollm2.yaml; its tables are in the README). "
         )
     if moved["az"]:
         s += f"Azerbaijani measures beyond {z} standard errors: " + "; ".join(map(change, moved["az"])) + ". "

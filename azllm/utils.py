@@ -84,6 +84,33 @@ def json_hash(obj: Any, n: int | None = 16) -> str:
     return h if n is None else h[:n]
 
 
+def significant(x, digits: int = 4) -> str:
+    """A number as the pages show it: integers (and whole floats) with thousands separators, other numbers to
+    ``digits`` significant digits (at 1,000 and above: whole, with separators; below 0.001: one digit fewer), missing
+    values as "—". pandas uses it for every table of the pages (:func:`azllm.recipes.setup`).
+
+    >>> [significant(x) for x in (268.940889, 4.413498, 0.632735, 176.910324, 1422.0, 12345.678, 0.0000471, None)]
+    ['268.9', '4.413', '0.6327', '176.9', '1,422', '12,346', '4.71e-05', '—']
+    """
+    import math
+
+    if x is None or isinstance(x, bool):
+        return "—" if x is None else str(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(f):
+        return "—"
+    if math.isinf(f):
+        return "∞" if f > 0 else "-∞"
+    if f == int(f) and abs(f) < 1e15:
+        return f"{int(f):,}"
+    if abs(f) >= 1000:
+        return f"{f:,.0f}"
+    return f"{f:.{digits - 1 if abs(f) < 1e-3 else digits}g}"
+
+
 def torch_dtype(name: str):
     """The torch dtype of an azllm dtype name (``fp32`` | ``bf16`` | ``fp16``).
 

@@ -67,7 +67,7 @@ print(
 # %%
 removed = corpus.removal_rows(manifest)
 docs_table, mb_table = tables.corpus_table(removed, "docs"), tables.corpus_table(removed, "mb")
-display(Markdown("**documents**"), docs_table, Markdown("**MB**"), mb_table.style.format(na_rep="—", precision=3))
+display(Markdown("**documents**"), docs_table, Markdown("**MB**"), mb_table.style.format(tables.number, na_rep="—"))
 fig = plots.corpus_removed(removed)
 
 # %% [markdown]

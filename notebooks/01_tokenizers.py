@@ -83,7 +83,7 @@ print(f"{len(trained)} trained, {len(baselines)} baselines")
 rows = metrics.evaluate({**trained, **baselines}, evals, parallel)
 report.record(out_dir, "tokenizers", {"table": rows})
 for ev, table in tables.tokenizer_tables(rows).items():
-    display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(na_rep="—", precision=3))
+    display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## Fertility against vocabulary size
@@ -118,7 +118,7 @@ print(tables.best_sentence(best))
 # %%
 recipe = tokenizers.recipe_table(cfg, evals)
 report.record(out_dir, "tokenizers", {"recipe": recipe})
-display(tables.recipe_table(recipe).style.format(na_rep="—", precision=3))
+display(tables.recipe_table(recipe).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## Lossless round trip and the exported Hugging Face tokenizer
@@ -168,4 +168,4 @@ display(pd.DataFrame(lex["unimorph"]["misses"], columns=["suffix", "count", "exa
 # %%
 pairs = metrics.affix_comparison(rows, first_eval, trained)
 report.record(out_dir, "tokenizers", {"affix_presplit": pairs})
-display(pd.DataFrame(pairs).set_index("variant").style.format(na_rep="—", precision=3))
+display(pd.DataFrame(pairs).set_index("variant").style.format(tables.number, na_rep="—"))

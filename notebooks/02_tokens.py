@@ -71,8 +71,8 @@ stats = tokens.corpus_stats(resolved, tok)
 report.record(out_dir, "tokens_corpus", {"sources": stats})
 pd.DataFrame(stats).set_index("source").style.format(
     {
-        "tokens_per_word": "{:.3f}",
-        "chars_per_token": "{:.2f}",
+        "tokens_per_word": tables.number,
+        "chars_per_token": tables.number,
         "documents": "{:,}",
         "words": "{:,}",
         "characters": "{:,}",
@@ -125,14 +125,14 @@ enc_bench = token_recipe.encoder_record(bench)
 report.record(out_dir, "tokens_benchmark", enc_bench)
 tables.encoder_table(enc_bench["variants"]).style.format(
     {
-        "Mtokens/s": "{:.2f}",
-        "vs limit": "{:.2f}",
-        "vs (a)": "{:.2f}",
-        "seconds": "{:.2f}",
-        "peak RSS MB": "{:.0f}",
-        "RSS growth MB": "{:.1f}",
+        "Mtokens/s": tables.number,
+        "vs limit": tables.number,
+        "vs (a)": tables.number,
+        "seconds": tables.number,
+        "peak RSS MB": "{:,.0f}",
+        "RSS growth MB": tables.number,
         "tokens": "{:,}",
-        "Mtokens/CPU-s": "{:.2f}",
+        "Mtokens/CPU-s": tables.number,
     },
     na_rep="-",
 )
@@ -147,6 +147,6 @@ fig = plots.encoder_throughput(enc_bench)
 # files) are a large share of a run that lasts a fraction of a second.
 
 # %%
-display(pd.Series(bench["ratios"], name="ratio").to_frame().style.format("{:.3f}"))
+display(pd.Series(bench["ratios"], name="ratio").to_frame().style.format(tables.number))
 display(pd.DataFrame([tables.get_batch_row(bench["get_batch"])]))
 pd.Series(bench["targets"], name="met").to_frame()

@@ -102,7 +102,7 @@ if rows:
     fig = plots.method_bars(rows)
     display(pd.DataFrame(rows).set_index("method"))
 else:
-    print("train.compare is empty: no comparison runs")
+    print("No comparison runs in this run (train.compare lists none).")
 
 # %% [markdown]
 # ## Generations

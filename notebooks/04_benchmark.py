@@ -42,7 +42,6 @@ from azllm.recipes import benchmark, launch
 
 cfg = recipes.setup(params_file)
 B = cfg.benchmark
-pd.set_option("display.precision", 3)
 pd.set_option("display.max_columns", 40)
 pd.set_option("display.width", 200)
 print(
@@ -73,7 +72,7 @@ print("model:", res["config"])
 
 # %%
 variants = benchmark.variant_rows(res)
-display(tables.variant_table(variants).style.format(na_rep="—", precision=3))
+display(tables.variant_table(variants).style.format(tables.number, na_rep="—"))
 notes = tables.variant_notes(variants)
 if notes:
     display(Markdown(notes))
@@ -96,7 +95,7 @@ fig = plots.variant_bars(variants)
 
 # %%
 pred = benchmark.prediction_rows(res)
-display(tables.prediction_table(pred).style.format(na_rep="—", precision=3))
+display(tables.prediction_table(pred).style.format(tables.number, na_rep="—"))
 print("\n".join(tables.prediction_notes(benchmark.prediction_summary(pred))))
 fig = plots.predicted_vs_measured(pred)
 
@@ -127,7 +126,7 @@ else:
 
 # %%
 fit = benchmark.fit_rows(cfg, device="cuda")
-display(tables.fit_table(fit).style.format(na_rep="—", precision=3))
+display(tables.fit_table(fit).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## Cost per billion training tokens
@@ -138,7 +137,7 @@ display(tables.fit_table(fit).style.format(na_rep="—", precision=3))
 
 # %%
 cost = benchmark.cost_rows(cfg, res)
-display(tables.cost_table(cost).style.format(na_rep="—", precision=3))
+display(tables.cost_table(cost).style.format(tables.number, na_rep="—"))
 report.record(out_dir, "benchmark", benchmark.benchmark_record(res, variants, pred, cost, fit))
 print("recorded to metrics.json: section 'benchmark'")
 
@@ -153,7 +152,7 @@ print("recorded to metrics.json: section 'benchmark'")
 # %%
 job = benchmark.job_cost_rows(cfg, res)
 report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": job})
-display(tables.job_cost_table(job).style.format(na_rep="—", precision=3))
+display(tables.job_cost_table(job).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## The 1B setup as launched

@@ -65,7 +65,7 @@ english = list(iter_documents(sources.resolve(cfg, A.english_eval)))
 evals, _, _ = corpus.eval_sets(cfg)
 tok_rows = adapt.tokenizer_rows(toks, base_tok, evals, english)
 report.record(out_dir, "adapt", {"tokenizers": tok_rows})
-tables.adapt_tokenizer_table(tok_rows).style.format(na_rep="—", precision=4)
+tables.adapt_tokenizer_table(tok_rows).style.format(tables.number, na_rep="—")
 
 # %% [markdown]
 # ## Extending real base tokenizers
@@ -77,8 +77,8 @@ tables.adapt_tokenizer_table(tok_rows).style.format(na_rep="—", precision=4)
 # %%
 ext_rows = adapt.extension_table(cfg, evals, english, docs) if A.extend_bases else []
 report.record(out_dir, "adapt", {"extension_table": ext_rows})
-tables.extension_table(ext_rows).style.format(na_rep="—", precision=4) if ext_rows else print(
-    "adapt.extend_bases is empty"
+tables.extension_table(ext_rows).style.format(tables.number, na_rep="—") if ext_rows else print(
+    "No base tokenizer to extend is named in this run (adapt.extend_bases lists none)."
 )
 
 # %% [markdown]
@@ -90,7 +90,7 @@ tables.extension_table(ext_rows).style.format(na_rep="—", precision=4) if ext_
 results = adapt.run_study(cfg).runs
 runs = adapt.runs_record(cfg, results, tok_rows)
 report.record(out_dir, "adapt", runs)
-tables.adapt_table(runs["runs"]).style.format(na_rep="—", precision=3)
+tables.adapt_table(runs["runs"]).style.format(tables.number, na_rep="—")
 
 # %%
 fig = plots.adapt_curves(results)

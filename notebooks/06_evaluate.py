@@ -74,7 +74,7 @@ print(f"{len(after)} runs and the base scored; lm-eval {before['lm_eval']}")
 # Every task with its items, few-shot count, standard error and chance level.
 
 # %%
-pd.DataFrame(tables.score_rows(before)).set_index("task").style.format(na_rep="—", precision=3)
+pd.DataFrame(tables.score_rows(before)).set_index("task").style.format(tables.number, na_rep="—")
 
 # %% [markdown]
 # ## Before -> after, Azerbaijani tasks
@@ -86,14 +86,14 @@ pd.DataFrame(tables.score_rows(before)).set_index("task").style.format(na_rep="�
 rows = evaluate.before_after(cfg, before, after, runs)
 report.record(out_dir, "evaluate", {"before_after": rows})
 az = [t for t in E.az_tasks if t in before["tasks"]]
-pd.DataFrame(tables.before_after_table(rows, az)).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
+pd.DataFrame(tables.before_after_table(rows, az)).set_index(["way", "method"]).style.format(tables.number, na_rep="—")
 
 # %% [markdown]
 # ## Before -> after, English tasks (what adaptation cost)
 
 # %%
 en = [t for t in E.en_tasks if t in before["tasks"]]
-pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).style.format(na_rep="—", precision=3)
+pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).style.format(tables.number, na_rep="—")
 
 # %% [markdown]
 # ## The ranking: Azerbaijani gain per device-hour
@@ -106,7 +106,7 @@ pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).s
 rank = evaluate.ranking(cfg, rows, runs)
 report.record(out_dir, "evaluate", evaluate.ranking_record(cfg, rank))
 print(tables.ranking_sentence(rank, E.az_headline, E.en_headline))
-pd.DataFrame(rank).set_index(["way", "method"]).style.format(na_rep="—", precision=4)
+pd.DataFrame(rank).set_index(["way", "method"]).style.format(tables.number, na_rep="—")
 
 # %%
 fig = plots.gain_vs_loss(rank)

@@ -26,7 +26,7 @@ out_dir = "reports/tiny"
 #
 # With `sft.base: null` the base is notebook 05's adapted model: the way and method of the adaptation study with the
 # lowest Azerbaijani bits per byte (the evaluation tasks do not choose it yet). In the default report that is the
-# ~1M-parameter stand-in; `params/smollm2.yaml` runs 05-07 on SmolLM2-135M-Instruct.
+# ~1M-parameter stand-in; `params/smollm2.yaml` runs 05–08 on SmolLM2-135M-Instruct.
 # `params/sft_smollm2.yaml` runs the same page on SmolLM2-135M-Instruct (an English assistant with a real ChatML
 # template), `params/gpu_sft.yaml` on Llama-3.2-1B on one GPU, and `params/sft_sagemaker.yaml` as a SageMaker job.
 
@@ -111,7 +111,9 @@ tables.sft_table([main_rec["main"]]).T.rename(columns={0: "main run"})
 variants = sft.compare_variants(cfg, base)
 var_rows = [sft.run_row(v) for v in variants]
 report.record(out_dir, "sft", {"variants": var_rows})
-tables.sft_table(var_rows).set_index(["method", "packing"]) if var_rows else print("sft.compare is empty")
+tables.sft_table(var_rows).set_index(["method", "packing"]) if var_rows else print(
+    "No variants were compared in this run (sft.compare lists none): the main run above is the only one."
+)
 
 # %%
 fig = plots.sft_curves([main, *variants])
@@ -164,6 +166,6 @@ if S.export:
     pair = evaluate.pair_rows(cfg, before, after)
     report.record(out_dir, "sft", {"tasks_before_after": pair})
     print(tables.pair_sentence([*pair, chrf], cfg.evaluate.z))
-    display(pd.DataFrame(pair).set_index("task").style.format(na_rep="—", precision=3))
+    display(pd.DataFrame(pair).set_index("task").style.format(tables.number, na_rep="—"))
 else:
     print("sft.export is off: the SFT model is not scored on the tasks")

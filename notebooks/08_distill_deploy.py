@@ -55,7 +55,7 @@ verdict = distill.bpb_verdict(study, cfg)
 report.record(out_dir, "distill", {"teacher": study["teacher"], "models": rows, "bpb": verdict})
 for name, folder in study["exports"].items():
     report.record_artifact(out_dir, f"distill_export/{name}", folder)
-display(pd.DataFrame(rows).set_index("model").style.format(precision=3, na_rep="—"))
+display(pd.DataFrame(rows).set_index("model").style.format(tables.number, na_rep="—"))
 display(Markdown(tables.distill_sentence(verdict)))
 
 # %% [markdown]
@@ -77,8 +77,8 @@ fig = plots.distill_curves(study, distill.az_set_name(cfg))
 report.record(
     out_dir, "distill", {"kd_vs_ce": study.get("kd_vs_ce", []), "kd_vs_teacher": study.get("kd_vs_teacher", [])}
 )
-display(pd.DataFrame(study.get("kd_vs_ce", [])).style.format(precision=3, na_rep="—"))
-display(pd.DataFrame(study.get("kd_vs_teacher", [])).style.format(precision=3, na_rep="—"))
+display(pd.DataFrame(study.get("kd_vs_ce", [])).style.format(tables.number, na_rep="—"))
+display(pd.DataFrame(study.get("kd_vs_teacher", [])).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## GGUF files and their checks
@@ -97,7 +97,7 @@ report.record(
 for name, rec in records.items():
     for q, f in rec["files"].items():
         report.record_artifact(out_dir, f"gguf/{name}/{q}", f["path"])
-display(pd.DataFrame(deploy.parity_rows(records)).style.format(precision=4, na_rep="—"))
+display(pd.DataFrame(deploy.parity_rows(records)).style.format(tables.number, na_rep="—"))
 bad = deploy.mismatches(records)
 display(pd.DataFrame(bad)) if bad else print(
     "every line tokenized the same by llama.cpp and the Hugging Face tokenizer"
@@ -114,7 +114,7 @@ display(pd.DataFrame(bad)) if bad else print(
 # 97.7%), Q4_K_M 0.031 (91.9%).
 
 # %%
-display(pd.DataFrame(deploy.quant_rows(records)).style.format(precision=4, na_rep="—"))
+display(pd.DataFrame(deploy.quant_rows(records)).style.format(tables.number, na_rep="—"))
 points = deploy.size_quality_points(cfg, rows, records, distill.deployed_labels(cfg))
 report.record(out_dir, "deploy", {"size_quality": points})
 fig = plots.size_vs_quality(points)
@@ -128,7 +128,9 @@ fig = plots.size_vs_quality(points)
 # %%
 speed = [{"model": n, **r} for n, rec in records.items() for r in rec["speed"]]
 report.record(out_dir, "deploy", {"speed": speed})
-display(pd.DataFrame(speed).style.format(precision=1, na_rep="—")) if speed else print("deploy.speed is off")
+display(pd.DataFrame(speed).style.format(tables.number, na_rep="—")) if speed else print(
+    "Speed was not measured in this run (deploy.speed is off)."
+)
 
 # %% [markdown]
 # ## Answers of the smallest file beside the PyTorch model's
@@ -138,4 +140,6 @@ display(pd.DataFrame(speed).style.format(precision=1, na_rep="—")) if speed el
 # %%
 answers = [{"model": n, **a} for n, rec in records.items() for a in rec["answers"]]
 report.record(out_dir, "deploy", {"answers": answers})
-display(pd.DataFrame(answers)) if answers else print("deploy.generate_lines is 0")
+display(pd.DataFrame(answers)) if answers else print(
+    "No answers were generated in this run (deploy.generate_lines is 0)."
+)

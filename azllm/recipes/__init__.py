@@ -54,10 +54,13 @@ def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Conf
     """The first call of every notebook: library warnings and progress bars go to the run's log (the terminal of
     ``make report``), not into the page; a value that does not apply (parity without a parallel side, the columns
     of a variant that could not run) shows as "—" in the pages' styled tables, never ``nan`` (the notebooks also
-    pass ``na_rep="—"`` where they set a precision, which pandas would otherwise print as ``nan``); then the config
-    is loaded."""
+    pass ``na_rep="—"`` where they set a precision, which pandas would otherwise print as ``nan``); numbers show the
+    digits they support (:func:`azllm.utils.significant`: at most 4 significant ones); then the config is loaded."""
     import pandas as pd
+
+    from ..utils import significant
 
     route_library_output()
     pd.set_option("styler.format.na_rep", "—")
+    pd.set_option("display.float_format", significant)  # every table: the digits its numbers support
     return load(params_file, overrides)

@@ -358,7 +358,8 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
     within the noise that points up, the steps (and tokens) it would take to clear ``evaluate.z`` standard errors
     *if the change grew in proportion to the steps* (an optimistic extrapolation: the standard error stays as
     measured) beside the run's last bits-per-byte slope (``az_bpb_fall_per_100_steps`` when it still falls: more
-    steps still help)."""
+    steps still help). ``stand_in``: the base is the small Llama notebook 05 pretrains (``adapt.base`` unset), whose
+    task scores are not an answer even when one of them drifts off chance by luck."""
     z = cfg.evaluate.z
     by_run = {(r["way"], r["method"]): r for r in runs}
     beyond = [r for r in rows if r["verdict"] in ("gain", "loss")]
@@ -392,6 +393,7 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
         "az": [r for r in beyond if r["language"] == "az"],
         "en": [r for r in beyond if r["language"] == "en"],
         "base_at_chance": base_at_chance(cfg, before),
+        "stand_in": cfg.adapt.base is None,
         "to_signal": to_signal,
         "z": z,
     }
