@@ -331,12 +331,30 @@ def log_stream():
 _LOG = None
 
 
+def in_jupyter() -> bool:
+    """Whether this process is a Jupyter kernel that a person watches (JupyterLab, Notebook), not a report's kernel
+    (whose ``$AZLLM_LOG`` sends progress to the terminal)."""
+    if os.environ.get(LOG_ENV):
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def progress(iterable=None, **kwargs):
-    """A plain-text tqdm progress bar on :func:`log_stream` (the terminal or the run's log, never the report page).
+    """A progress bar: a widget in JupyterLab (:func:`in_jupyter`, tqdm.auto with ipywidgets), else plain text on
+    :func:`log_stream` (the terminal or the run's log, never a report's page).
 
     >>> sum(progress(range(3), disable=True))
     3
     """
+    if in_jupyter() and "file" not in kwargs:
+        from tqdm.auto import tqdm as widget
+
+        return widget(iterable, **kwargs)
     from tqdm import tqdm
 
     stream = log_stream()
@@ -358,6 +376,11 @@ def route_warnings() -> None:
         stream.write(warnings.formatwarning(message, category, filename, lineno, line))
 
     warnings.showwarning = show
+    if os.environ.get(LOG_ENV):  # a report's kernel: its page holds no progress widget
+        import tqdm.auto
+        import tqdm.std
+
+        tqdm.auto.tqdm, tqdm.auto.trange = tqdm.std.tqdm, tqdm.std.trange  # libraries' bars: text, to the log
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

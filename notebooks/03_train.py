@@ -14,6 +14,8 @@
 # ---
 
 # %% tags=["parameters"]
+# What to change: params_file (a params YAML, relative to the repository root) and out_dir (where this
+# page's numbers go); the rest of the notebook reads them.
 params_file = "params/tiny.yaml"
 out_dir = "reports/tiny"
 

@@ -184,6 +184,8 @@ def run_notebooks(params_file, **kwargs):
         check_metrics(run_dir)
         found = page_problems(run_dir)
         assert not found, "what the pages should not show:\n" + "\n".join(found)
+        log = Path(run_dir) / "run.log"
+        assert not log.is_file() or "IProgress not found" not in log.read_text(errors="replace"), "ipywidgets missing"
     return run_dir, ok
 
 

@@ -38,6 +38,7 @@ cycles (tests/test_imports.py).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ..config import Config, load_params
 from ..utils import route_library_output
@@ -50,16 +51,41 @@ def load(params_file: str | os.PathLike | None, overrides: dict | None = None) -
     return load_params(params_file, overrides)
 
 
+def _short_errors() -> None:
+    """In JupyterLab, an error that azllm raised about the user's params or data shows its message (which says what
+    to change) under "azllm:", without a traceback into the library; any other error keeps IPython's traceback."""
+    import sys
+
+    from IPython import get_ipython
+
+    from ..config import ParamsError
+    from ..data import DataError
+    from ..tokenizer import TokenizerError
+
+    def show(shell, etype, value, tb, tb_offset=None):
+        print(f"azllm: {etype.__name__}: {value}", file=sys.stderr)
+        print("Change the params file (the first cell names it) or the data it points to, then run the cells again.")
+
+    get_ipython().set_custom_exc((ParamsError, DataError, TokenizerError), show)
+
+
 def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Config:
     """The first call of every notebook: library warnings and progress bars go to the run's log (the terminal of
     ``make report``), not into the page; a value that does not apply (parity without a parallel side, the columns
     of a variant that could not run) shows as "—" in the pages' styled tables, never ``nan`` (the notebooks also
     pass ``na_rep="—"`` where they set a precision, which pandas would otherwise print as ``nan``); numbers show the
-    digits they support (:func:`azllm.utils.significant`: at most 4 significant ones); then the config is loaded."""
+    digits they support (:func:`azllm.utils.significant`: at most 4 significant ones); a kernel that JupyterLab
+    started in ``notebooks/`` moves to the folder above (the repository root, where the report's kernels run), and
+    there an error about the params or the data shows as a message, not a traceback; then the config is loaded."""
     import pandas as pd
 
-    from ..utils import significant
+    from ..utils import in_jupyter, significant
 
+    here = Path.cwd()
+    if here.name == "notebooks" and (here.parent / "params").is_dir():  # JupyterLab: the kernel starts in notebooks/
+        os.chdir(here.parent)  # where the report's kernels run: params/, reports/ and artifacts/ resolve the same
+    if in_jupyter():
+        _short_errors()
     route_library_output()
     pd.set_option("styler.format.na_rep", "—")
     pd.set_option("display.float_format", significant)  # every table: the digits its numbers support

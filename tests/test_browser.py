@@ -1,0 +1,217 @@
+"""JupyterLab and the report's pages in a real browser: headless Chromium (Debian's ``chromium``, driven by PyPI
+``playwright`` with that executable; no browser download), the way a researcher works.
+
+The JupyterLab test does what the README's JupyterLab step says: start ``jupyter lab`` (here on a free localhost port,
+with a token, in a temporary copy of the layout: ``notebooks/03_train`` and ``params/``), open
+``notebooks/03_train.ipynb``, set ``params_file`` in the first cell, Run > Run All Cells, and watch: progress bars
+are widgets, figures are inline, nothing fails; a params file that does not exist gives a message that says what to
+change, not a traceback; saving the notebook keeps its jupytext twin (``.py``) in step. A screenshot of the finished
+notebook goes to the test's temporary folder. When Chromium cannot start, the test fails and says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAB_SETTINGS = {  # no autosave (the test decides what is saved), every cell in the page, no news pop-up
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
+}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium of Debian's package, through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run installs it)")
+    with sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+            )
+        except Exception as e:  # the reason (a missing library, no sandbox) is in the message
+            pytest.fail(f"Chromium ({CHROMIUM}) did not start: {e}")
+        yield browser
+        browser.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """``(url, workspace)``: JupyterLab serving a copy of ``notebooks/03_train`` beside ``params/``, its kernels on
+    the fixture data with their artifacts in the temporary folder; stopped (with its kernels) at the end."""
+    ws = tmp_path / "ws"
+    (ws / "notebooks").mkdir(parents=True)
+    for suffix in (".ipynb", ".py"):
+        shutil.copy(REPO / "notebooks" / f"03_train{suffix}", ws / "notebooks")
+    (ws / "params").symlink_to(REPO / "params")
+    settings = tmp_path / "lab-settings"
+    for name, value in LAB_SETTINGS.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(json.dumps(value))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "AZLLM_ARTIFACTS": str(tmp_path / "art"),
+        "AZLLM_DATA_ROOT": str(FIXTURES),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
+    env.pop("PYTEST_CURRENT_TEST", None)
+    log = open(tmp_path / "lab.log", "w")
+    jupyter = Path(sys.executable).parent / "jupyter"
+    proc = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.port_retries=0",
+         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ws}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield f"{url}/lab/tree/notebooks/03_train.ipynb?token={token}", ws
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def _run_all_and_wait(page, timeout_s: float = 420) -> list[str]:
+    """Run > Run All Cells, then wait until every code cell has run and the kernel is idle; the prompts."""
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        prompts = [p.strip() for p in page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+        idle = page.locator(".jp-Notebook-ExecutionIndicator").get_attribute("data-status") == "idle"
+        if prompts and idle and all(p not in ("[ ]:", "[*]:", "") for p in prompts):
+            return prompts
+        time.sleep(1)
+    pytest.fail(f"the notebook did not finish within {timeout_s:.0f} s: {prompts}")
+
+
+def _set_first_cell(page, text: str) -> None:
+    page.locator(".jp-Notebook .jp-CodeCell").first.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(text)
+    page.keyboard.press("Escape")
+
+
+def _errors(page) -> list[str]:
+    """Error outputs: a traceback or an error name in the cells' stderr."""
+    texts = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    return [t[:500] for t in texts if "Traceback" in t or "Error:" in t]
+
+
+@pytest.mark.slow  # JupyterLab starts, notebook 03 trains on the tiny params (~60-90 s on 2 cores)
+def test_a_notebook_runs_in_jupyterlab_with_widgets_figures_and_a_clear_error(chromium, lab, tmp_path):
+    url, ws = lab
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    console = []
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+    page.goto(url)
+    # the notebook's metadata selects the kernel: no dialog, "Python (azllm)" starts and goes idle
+    page.wait_for_selector(".jp-Toolbar-kernelName:has-text('Python (azllm)')", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    first = page.locator(".jp-Notebook .jp-CodeCell").first.inner_text()
+    assert "What to change" in first and "params_file" in first
+
+    _set_first_cell(
+        page, '# What to change: the params file\nparams_file = "params/tiny.yaml"\nout_dir = "reports/lab"\n'
+    )
+    prompts = _run_all_and_wait(page)
+    assert len(prompts) >= 6 and not _errors(page), _errors(page)
+    images = page.locator(".jp-RenderedImage img")
+    assert images.count() >= 1 and all(
+        images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0") for i in range(images.count())
+    )
+    widgets = page.locator(".jp-OutputArea-output .widget-hprogress, .jp-OutputArea-output .widget-progress")
+    assert widgets.count() >= 1, (
+        "no progress bar rendered as a widget: " + str(page.locator(".jp-OutputArea-output").all_inner_texts())[:3000]
+    )
+    shot = tmp_path / "03_train.png"
+    page.set_viewport_size({"width": 1400, "height": 2400})
+    widgets.first.scroll_into_view_if_needed()  # the training bar, the curves below it
+    page.screenshot(path=str(shot))
+    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000
+    assert (ws / "reports" / "lab" / "parts").is_dir()  # out_dir resolved from the project root, as in a report
+
+    # saving from the Lab UI keeps the jupytext twin in step
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while 'out_dir = "reports/lab"' not in (ws / "notebooks" / "03_train.py").read_text():
+        assert time.monotonic() < deadline, "the paired .py was not updated by the save"
+        time.sleep(0.5)
+
+    # a params file that does not exist: a message that says what to change, no traceback
+    _set_first_cell(page, 'params_file = "params/nope.yaml"\nout_dir = "reports/lab"\n')
+    page.locator(".jp-Notebook .jp-CodeCell").first.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")  # the parameters cell
+    page.locator(".jp-Notebook .jp-CodeCell").nth(1).locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")  # recipes.setup(params_file)
+    page.wait_for_selector("text=params file not found", timeout=60_000)
+    second = page.locator(".jp-Notebook .jp-CodeCell").nth(1).locator(".jp-OutputArea").inner_text()
+    assert "azllm: ParamsError: params file not found: params/nope.yaml" in second
+    assert "Change the params file" in second and "Traceback" not in second
+    assert not [c for c in console if "widget" in c.lower()], console
+
+
+@pytest.mark.slow  # shares the session's run of notebooks 05, 06 and 08 (conftest.adapt_report)
+def test_the_report_pages_open_with_no_console_error_and_nothing_broken(chromium, adapt_report):
+    """``index.html`` and every page of a rendered tiny run, opened from disk: no console error, every image
+    decoded, every local link pointing to a file that exists."""
+    run_dir, _, _ = adapt_report
+    pages = [run_dir / "index.html", *sorted(p for p in run_dir.glob("*.html") if p.name != "index.html")]
+    assert len(pages) >= 4
+    for path in pages:
+        page = chromium.new_page()
+        errors = []
+        page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        assert not errors, (path.name, errors)
+        broken = page.eval_on_selector_all(
+            "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length"
+        )
+        assert broken == 0, f"{path.name}: {broken} broken image(s)"
+        links = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
+        local = [h for h in links if not h.startswith(("http:", "https:", "#", "mailto:"))]
+        missing = [h for h in local if not (path.parent / h.split("#")[0]).exists()]
+        assert not missing, f"{path.name} links to missing files: {missing}"
+        page.close()
