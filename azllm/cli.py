@@ -163,10 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     except ParamsError as e:
         print(f"azllm: bad params: {e}", file=sys.stderr)
         return 2
-    except (*EvalError, KeyError) as e:
-        if args.cmd != "eval":
+    except EvalError as e:
+        if args.cmd not in ("eval", "bench"):
             raise
-        print(f"azllm eval: {e}", file=sys.stderr)
+        print(f"azllm {args.cmd}: {e}", file=sys.stderr)
         return 2
 
 
@@ -435,7 +435,7 @@ def _bench_overhead(args) -> int:
             f"{r['trainer']:8.0f} tokens/s, ratio {r['ratio']:.3f} (load {r['load']})"
         )
     print(
-        f"median over {args.rounds} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
+        f"median over {res['rounds']} rounds: bare {res['bare']:.0f} tokens/s, training path {res['trainer']:.0f} "
         f"tokens/s, ratio {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f})"
     )
     if res.get("load_warning"):

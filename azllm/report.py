@@ -271,6 +271,15 @@ def _collect(run_dir: Path) -> dict:
     return out
 
 
+def _pct(share: float | None) -> str | None:
+    """A share as a percentage to 4 significant digits at most (1.0 -> "100%", 0.99875 -> "99.88%").
+
+    >>> _pct(1.0), _pct(0.99875), _pct(None)
+    ('100%', '99.88%', None)
+    """
+    return None if share is None else f"{100 * share:.4g}%"
+
+
 def _f(x, fmt: str = "{:.3f}") -> str:
     return "—" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
 
@@ -450,7 +459,7 @@ def _distill_answer(m: dict) -> tuple | None:
         parts.append(
             f"{s.get('model')} {s.get('file')}: {_f(s.get('size_mb'), '{:.1f}')} MB"
             f" (F16 {_f(s.get('f16_size_mb'), '{:.1f}')}),"
-            f" KLD {_f(s.get('mean_kld'), '{:.4f}')}, tokenizer parity {_f(s.get('parity_share'), '{:.2%}')}"
+            f" KLD {_f(s.get('mean_kld'), '{:.3g}')}, tokenizer parity {_f(_pct(s.get('parity_share')), '{}')}"
             f" of {s.get('parity_lines')} lines"
         )
     return (

@@ -11,7 +11,7 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 - training: :func:`run_table` (:mod:`azllm.recipes.train`);
 - the training benchmark: :func:`variant_table`, :func:`variant_notes`, :func:`prediction_table`,
   :func:`prediction_notes`, :func:`cost_table`, :func:`job_cost_table`, :func:`fit_table`; the GPU run's
-  closing-note lines: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines` (:mod:`azllm.recipes.benchmark`);
+  the lines ``azllm bench gpu`` prints: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines` (:mod:`azllm.recipes.benchmark`);
 - adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`adapt_table`
   (:mod:`azllm.recipes.adapt`);
 - evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
@@ -445,7 +445,7 @@ def _md_num(x, fmt="{:.0f}") -> str:
 
 
 def gpu_markdown_table(metrics: dict) -> str:
-    """The measured table of the run (from its metrics.json) as Markdown, for a closing note."""
+    """The measured table of the run (from its metrics.json) as Markdown, as ``azllm bench gpu`` prints it."""
     b = metrics["metrics"]["benchmark"]
     pred = {r["variant"]: r for r in b["predicted_vs_measured"]}
     f = _md_num
@@ -469,7 +469,7 @@ def gpu_markdown_table(metrics: dict) -> str:
 
 
 def gpu_job_cost_lines(metrics: dict) -> str:
-    """The whole-job estimate of the run (``benchmark.job``), one line per variant, for a closing note."""
+    """The whole-job estimate of the run (``benchmark.job``), one line per variant, as ``azllm bench gpu`` prints it."""
     b = metrics["metrics"]["benchmark"]
     job = b.get("job") or {}
     out = [f"job: {job.get('tokens', 0):.3g} tokens on {job.get('instances')} x {job.get('instance')}"]

@@ -9,7 +9,7 @@ does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unch
 
 - **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
   input ids; the model shifts them). The Trainer's sampler shuffles them (seeded) and, under DDP, gives each rank
-  different windows. Evaluation uses the first ``eval_max_tokens`` tokens of each set as fixed windows.
+  different windows. Evaluation uses ``eval_max_tokens`` tokens of each set as fixed windows spread over the whole set.
 - **Bits per byte** (comparable across tokenizers): over the evaluated windows, ``bpb = sum of the next-token NLL
   (nats) / ln 2 / B`` where ``B`` is the number of UTF-8 bytes of the text the *predicted* tokens decode to:
   the predicted ids are cut at every EOS, each piece is decoded with the tokenizer and its UTF-8 bytes are counted,
@@ -146,10 +146,12 @@ def bytes_per_token(token_file, tokenizer, max_tokens: int = 200_000) -> float:
 
 
 def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None = None) -> dict:
-    """Fixed evaluation windows over the start of a token file, and the bytes their predictions cover.
+    """Fixed evaluation windows spread evenly over a whole token file, and the bytes their predictions cover.
 
-    Returns ``{"dataset", "windows", "predicted_tokens", "bytes"}``. Window ``k`` holds tokens
-    ``[k*B, (k+1)*B)``; the model predicts tokens ``k*B+1 .. (k+1)*B-1`` from it.
+    Returns ``{"dataset", "windows", "predicted_tokens", "bytes"}``. Window ``k`` holds tokens ``[k*B, (k+1)*B)``;
+    the model predicts tokens ``k*B+1 .. (k+1)*B-1`` from it. Every window when ``max_tokens`` covers the file (or is
+    None), else ``max_tokens // B`` of them at evenly spaced ``k`` from the first window to the last: a validation
+    file is in corpus order, so its start alone would measure its first source.
     """
     from torch.utils.data import Subset
 
@@ -158,11 +160,12 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
     tf = token_file if isinstance(token_file, TokenFile) else TokenFile(token_file, tokenizer)
     ds = TokenWindowDataset(tf, block_size)
     n = len(ds) if not max_tokens else max(1, min(len(ds), int(max_tokens) // block_size))
-    toks = np.asarray(tf.tokens[: n * block_size], dtype=np.int64).reshape(n, block_size)
+    ks = np.arange(n) if n == len(ds) else np.linspace(0, len(ds) - 1, n).round().astype(np.int64)
+    toks = np.stack([np.asarray(tf.tokens[k * block_size : (k + 1) * block_size], dtype=np.int64) for k in ks])
     pred = toks[:, 1:]
     nbytes = sum(count_bytes(row, tokenizer, tf.eos_id) for row in pred)
     return {
-        "dataset": Subset(ds, list(range(n))),
+        "dataset": Subset(ds, ks.tolist()),
         "windows": n,
         "predicted_tokens": int(pred.size),
         "bytes": int(nbytes),

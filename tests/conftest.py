@@ -46,6 +46,8 @@ collect_ignore = [
     "eval_helpers.py",
     "sft_helpers.py",
     "sft_entry.py",
+    "browser_helpers.py",
+    "cluster_helpers.py",
 ]
 
 

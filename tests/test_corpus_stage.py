@@ -199,31 +199,42 @@ def _records(path):
     return out
 
 
+def _output(out_root, m) -> tuple:
+    """``(key, counts, {shard: records})`` of a finished stage."""
+    folder = out_root / m["key"]
+    return (
+        m["key"],
+        m["counts"],
+        {p.relative_to(folder).as_posix(): _records(p) for p in sorted(folder.rglob("*.jsonl"))},
+    )
+
+
+@pytest.fixture(scope="module")
+def local_output(tmp_path_factory, data_root, flores):
+    """The local executor's output on the fixture corpus (2 tasks): what the Ray and Slurm runs must equal."""
+    out = tmp_path_factory.mktemp("local")
+    return _output(out, _clean(data_root / "data/az/train", out, {"flores": flores}, tasks=2, workers=2))
+
+
 @pytest.mark.slow  # a local Ray cluster starts (~15 s) and runs the six steps
-def test_the_stage_on_a_local_ray_cluster_keeps_what_the_local_executor_keeps(tmp_path, data_root, flores):
+def test_the_stage_on_a_local_ray_cluster_keeps_what_the_local_executor_keeps(
+    tmp_path, data_root, flores, local_output
+):
     """``executor="ray"``: the stage starts a local Ray cluster (PyPI ``ray``), runs its six steps there through
     datatrove's RayPipelineExecutor, and stops it; every shard of cleaned and removed documents holds the same
     records as the local executor's (texts byte for byte, ids, order, reasons), and the counts are equal."""
     import ray
 
-    out = {}
-    for executor in ("local", "ray"):
-        m = _clean(
-            data_root / "data/az/train", tmp_path / executor, {"flores": flores}, tasks=2, workers=2, executor=executor
-        )
-        folder = tmp_path / executor / m["key"]
-        out[executor] = (
-            m["key"],
-            m["counts"],
-            {p.relative_to(folder).as_posix(): _records(p) for p in sorted(folder.rglob("*.jsonl"))},
-        )
-        assert m["performance"]["executor"] == executor
-    assert out["ray"] == out["local"] and len(out["ray"][2]) >= 2
+    m = _clean(data_root / "data/az/train", tmp_path, {"flores": flores}, tasks=2, workers=2, executor="ray")
+    assert m["performance"]["executor"] == "ray"
+    assert _output(tmp_path, m) == local_output and len(local_output[2]) >= 2
     assert not ray.is_initialized()  # the cluster the stage started is stopped
 
 
-@pytest.mark.slow  # six job arrays and their stats jobs on a one-node Slurm cluster (~1-2 min)
-def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(tmp_path, data_root, flores, slurm_cluster):
+@pytest.mark.slow  # six job arrays and their stats jobs on a one-node Slurm cluster (~1 min)
+def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(
+    tmp_path, data_root, flores, slurm_cluster, local_output
+):
     """``executor="slurm"`` on a real one-node Slurm cluster (Debian's slurmctld and slurmd, started by the
     fixture): the six steps are submitted with sbatch as job arrays, each ``afterok`` the one before, and the records
     and counts equal the local executor's. ``wait: false`` submits and stops with a message; the same call while
@@ -232,28 +243,24 @@ def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(tmp_p
 
     src = data_root / "data/az/train"
     slurm = {"partition": slurm_cluster["partition"], "time": "00:20:00", "mem_per_cpu_gb": 1, "poll_s": 2}
-    local = _clean(src, tmp_path / "local", {"flores": flores}, tasks=2, workers=2)
     with pytest.raises(CorpusSubmitted, match="submitted Slurm job"):
         _clean(
             src,
-            tmp_path / "slurm",
+            tmp_path,
             {"flores": flores},
             tasks=2,
             workers=2,
             executor="slurm",
             executor_options={**slurm, "wait": False},
         )
-    (record,) = (tmp_path / "slurm").glob("*.work/slurm_jobs.json")
+    (record,) = tmp_path.glob("*.work/slurm_jobs.json")
     submitted = json.loads(record.read_text())
     assert len(submitted) == 6
     m = _clean(  # the jobs of the first call are still queued: this call waits for them, it submits nothing
-        src, tmp_path / "slurm", {"flores": flores}, tasks=2, workers=2, executor="slurm", executor_options=slurm
+        src, tmp_path, {"flores": flores}, tasks=2, workers=2, executor="slurm", executor_options=slurm
     )
-    assert json.loads((tmp_path / "slurm" / m["key"] / "slurm_jobs.json").read_text()) == submitted
-    assert m["performance"]["executor"] == "slurm" and m["counts"] == local["counts"]
-    a, b = (tmp_path / k / m["key"] for k in ("local", "slurm"))
-    assert {p.relative_to(a).as_posix(): _records(p) for p in sorted(a.rglob("*.jsonl"))} == {
-        p.relative_to(b).as_posix(): _records(p) for p in sorted(b.rglob("*.jsonl"))
-    }
+    assert json.loads((tmp_path / m["key"] / "slurm_jobs.json").read_text()) == submitted
+    assert m["performance"]["executor"] == "slurm" and _output(tmp_path, m) == local_output
+    b = tmp_path / m["key"]
     scripts = sorted((b / "logs").glob("*/launch_script.slurm"))
     assert len(scripts) == 6 and all("#SBATCH --partition=debug" in s.read_text() for s in scripts)

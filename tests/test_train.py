@@ -334,3 +334,24 @@ def test_two_stage_schedule_trains_the_new_rows_alone_first(extended_lora, tmp_p
     assert [s for s, _, _ in seen] == [1, 2, 3, 4, 5]
     assert all(b == 0 and r > 0 for s, b, r in seen if s <= 3)
     assert all(b > 0 for s, b, _ in seen if s > 3)
+
+
+def test_evaluation_windows_spread_over_the_whole_validation_file(data, tmp_path):  # noqa: F811
+    """A validation file in corpus order (a first source, then a second): a capped evaluation set reads windows from
+    its start to its end, evenly spaced, and the whole file when the cap covers it (the start alone would measure the
+    first source only)."""
+    from azllm.tokens import TokenFile, TokenWindowDataset
+    from azllm.train import make_eval_set
+
+    tok, B = data["tokenizer"], 32
+    tf = TokenFile(data["train"], tok)
+    total = len(TokenWindowDataset(tf, B))
+    assert total > 40
+    few = make_eval_set(tf, tok, B, max_tokens=10 * B)
+    ks = few["dataset"].indices
+    assert few["windows"] == len(ks) == 10 and ks[0] == 0 and ks[-1] == total - 1
+    assert all(b - a >= (total - 1) // 9 for a, b in zip(ks, ks[1:]))
+    first = few["dataset"][0]["input_ids"]
+    assert torch.equal(first, torch.from_numpy(tf.tokens[:B].astype(np.int64)))
+    every = make_eval_set(tf, tok, B, max_tokens=None)
+    assert every["dataset"].indices == list(range(total)) and every["windows"] == total

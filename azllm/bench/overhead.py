@@ -224,6 +224,7 @@ def compare(
     bare, trainer = (statistics.median(r[p] for r in rows) for p in ("bare", "trainer"))
     return {
         "rows": rows,
+        "rounds": len(rows),
         "bare": bare,
         "trainer": trainer,
         "ratio": trainer / bare,

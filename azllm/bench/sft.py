@@ -218,9 +218,9 @@ def compare_sft(
     every round. Real (non-padding) tokens per second. Returns ``{"rows": [{"round", "order", <path>,
     "<path> step ms", "<path> peak GB", "ratio" (recipe / loop), "ratio_bare" (recipe / bare)}], <path> (median
     tokens/s), "peak_rss_gb" (per path, the largest), "ratio" (of the medians, recipe / loop), "ratio_min",
-    "ratio_max", "ratio_bare", "same_losses" (bare and recipe), "load_*"}``."""
+    "ratio_max", "ratio_bare", "same_losses" (bare and recipe; None when they did not both run), "load_*"}``."""
     spec = {"keep_best": False, "eval_steps": 10**6, "logging_steps": 5, **(spec or {})}
-    rows, same, loads = [], True, []
+    rows, compared, loads = [], [], []
     bar = progress(total=rounds * len(paths), desc="sft overhead", disable=not show_progress)
     with tempfile.TemporaryDirectory(prefix="azllm-sft-bench-") as work:
         conv_file = Path(work) / "conversations.json"
@@ -255,8 +255,9 @@ def compare_sft(
                 losses[path] = r[path]["losses"]
                 bar.update(1)
             if "bare" in losses and "recipe" in losses:  # azllm's compact LM head sums in another order
-                same &= len(losses["bare"]) == len(losses["recipe"]) and all(
-                    abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"])
+                compared.append(
+                    len(losses["bare"]) == len(losses["recipe"])
+                    and all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"]))
                 )
             if "loop" in row and "recipe" in row:
                 row["ratio"] = row["recipe"] / row["loop"]
@@ -269,7 +270,7 @@ def compare_sft(
         "rows": rows,
         **med,
         "peak_rss_gb": {p: max(r[f"{p} peak GB"] for r in rows) for p in paths},
-        "same_losses": same,
+        "same_losses": all(compared) if compared else None,  # None: bare and recipe never ran in one round
         "method": method,
         "spec": spec,
         "threads": threads,

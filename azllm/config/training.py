@@ -140,7 +140,7 @@ class TrainConfig(_Section):
     eval_steps: int = 100
     """Evaluate every this many steps."""
     eval_max_tokens: int | None = 16384
-    """Tokens per eval set and evaluation (None: the whole set)."""
+    """Tokens per eval set and evaluation, in windows spread evenly over the whole set (None: the whole set)."""
     eval_batch_size: int = 16
     """Evaluation batch."""
     dev_sets: list[str] | None = None

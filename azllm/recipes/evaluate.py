@@ -441,6 +441,7 @@ def scoring_benchmark(
     folder, batched vs one request at a time (:func:`azllm.bench.evaluation.benchmark`); written to
     ``artifacts/<run>/eval_benchmark.json``."""
     from ..bench.evaluation import benchmark
+    from ..evaluation import UnknownTaskError
     from ..evaluation.tasks import LOCAL_TASKS, _read_yaml
 
     ev, paths = cfg.evaluate, Paths(cfg)
@@ -456,7 +457,7 @@ def scoring_benchmark(
             None,
         )
     if task is None or task not in ev.local:
-        raise KeyError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
+        raise UnknownTaskError(f"no local multiple-choice task to time (evaluate.tasks: {ev.tasks}); pass --task")
     args = local_task_args(cfg, task)
     res = benchmark(model, task, args, batch_sizes=batch_sizes, rounds=rounds)
     atomic_write_json(paths.artifacts / "eval_benchmark.json", res)

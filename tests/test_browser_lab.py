@@ -1,5 +1,5 @@
-"""JupyterLab and the report's pages in a real browser: headless Chromium (Debian's ``chromium``, driven by PyPI
-``playwright`` with that executable; no browser download), the way a researcher works.
+"""JupyterLab in a real browser: headless Chromium (Debian's ``chromium``, driven by PyPI ``playwright`` with that
+executable; no browser download; :mod:`browser_helpers`), the way a researcher works.
 
 The JupyterLab test does what the README's JupyterLab step says: start ``jupyter lab`` (here on a free localhost port,
 with a token, in a temporary copy of the layout: ``notebooks/03_train`` and ``params/``), open
@@ -23,33 +23,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_helpers import chromium  # noqa: F401
 
 from conftest import FIXTURES, REPO
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAB_SETTINGS = {  # no autosave (the test decides what is saved), every cell in the page, no news pop-up
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
 }
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """A headless Chromium of Debian's package, through Playwright."""
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run installs it)")
-    with sync_playwright() as p:
-        try:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-            )
-        except Exception as e:  # the reason (a missing library, no sandbox) is in the message
-            pytest.fail(f"Chromium ({CHROMIUM}) did not start: {e}")
-        yield browser
-        browser.close()
 
 
 def _free_port() -> int:
@@ -189,29 +171,3 @@ def test_a_notebook_runs_in_jupyterlab_with_widgets_figures_and_a_clear_error(ch
     assert "azllm: ParamsError: params file not found: params/nope.yaml" in second
     assert "Change the params file" in second and "Traceback" not in second
     assert not [c for c in console if "widget" in c.lower()], console
-
-
-@pytest.mark.slow  # shares the session's run of notebooks 05, 06 and 08 (conftest.adapt_report)
-def test_the_report_pages_open_with_no_console_error_and_nothing_broken(chromium, adapt_report):
-    """``index.html`` and every page of a rendered tiny run, opened from disk: no console error, every image
-    decoded, every local link pointing to a file that exists."""
-    run_dir, _, _ = adapt_report
-    pages = [run_dir / "index.html", *sorted(p for p in run_dir.glob("*.html") if p.name != "index.html")]
-    assert len(pages) >= 4
-    for path in pages:
-        page = chromium.new_page()
-        errors = []
-        page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-        page.goto(path.as_uri())
-        page.wait_for_load_state("load")
-        assert not errors, (path.name, errors)
-        broken = page.eval_on_selector_all(
-            "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length"
-        )
-        assert broken == 0, f"{path.name}: {broken} broken image(s)"
-        links = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
-        local = [h for h in links if not h.startswith(("http:", "https:", "#", "mailto:"))]
-        missing = [h for h in local if not (path.parent / h.split("#")[0]).exists()]
-        assert not missing, f"{path.name} links to missing files: {missing}"
-        page.close()
