@@ -101,5 +101,5 @@ def test_data_root_from_params_or_env(monkeypatch, tmp_path):
     assert Paths(load_params(None)).data_root == tmp_path.resolve()
     other = tmp_path / "other"
     assert Paths(load_params(None, overrides={"data": {"root": str(other)}})).data_root == other.resolve()
-    monkeypatch.delenv("AZLLM_DATA_ROOT")
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     assert Paths(load_params(None)).data_root is None

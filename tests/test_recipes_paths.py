@@ -39,3 +39,21 @@ def test_tokens_dir_and_data_root(tmp_path, monkeypatch):
     assert p.under_root("/abs/x") == Path("/abs/x")
     monkeypatch.setenv("AZLLM_DATA_ROOT", "")
     assert Paths(load_params(None)).data_root is None and Paths(load_params(None)).under_root("x") is None
+
+
+def test_without_a_setting_the_data_root_is_shared_beside_the_repository(tmp_path, monkeypatch):
+    """Unset ``$AZLLM_DATA_ROOT`` and no ``data.root``: ``shared/`` beside the repository when it holds ``data/`` (the
+    choice ``make`` makes, now made by every command and by a notebook in JupyterLab), else none."""
+    from azllm.recipes import paths
+
+    repo = tmp_path / "azllm"
+    repo.mkdir()
+    assert paths.default_data_root(repo) is None
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    assert paths.default_data_root(repo) == tmp_path / "shared"
+    monkeypatch.delenv("AZLLM_DATA_ROOT", raising=False)
+    monkeypatch.setattr(paths, "REPO_ROOT", repo)
+    monkeypatch.setattr(paths.default_data_root, "__defaults__", (repo,))
+    assert Paths(load_params(None)).data_root == (tmp_path / "shared").resolve()
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")
+    assert Paths(load_params(None)).data_root is None

@@ -19,7 +19,7 @@ def test_a_data_root_changes_nothing(monkeypatch):
 
 
 def test_the_hub_without_a_token_drops_what_is_gated(monkeypatch):
-    monkeypatch.delenv("AZLLM_DATA_ROOT", raising=False)
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     cfg = load_params(None)
     d = sources.choose(cfg, environ={}, probe=lambda: True)
     assert d["mode"] == "hub"
@@ -35,7 +35,7 @@ def test_the_hub_without_a_token_drops_what_is_gated(monkeypatch):
 
 
 def test_no_root_no_hub_is_the_sample(monkeypatch):
-    monkeypatch.delenv("AZLLM_DATA_ROOT", raising=False)
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     d = sources.choose(load_params(REPO / "params/default.yaml"), environ={}, probe=lambda: False)
     assert d["mode"] == "sample" and sources.banner(d).startswith("SAMPLE DATA")
     cfg = load_params(None, overrides=d["overrides"])
@@ -55,7 +55,7 @@ def test_hub_reachable_honours_offline(monkeypatch):
 def test_every_page_of_a_sample_run_says_so_first(tmp_path, monkeypatch):
     from azllm.report import run_report
 
-    monkeypatch.delenv("AZLLM_DATA_ROOT", raising=False)
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb_dir = tmp_path / "nbs"
     nb_dir.mkdir()

@@ -89,7 +89,7 @@ def test_probe_rows_and_missing_data(cfg, monkeypatch):
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES / "nowhere"))
     with pytest.raises(EvalDataError, match="no such file or folder"):
         local_configs(cfg)
-    monkeypatch.delenv("AZLLM_DATA_ROOT")
+    monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     c = load_params(REPO / "params/tiny.yaml")
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

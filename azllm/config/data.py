@@ -68,7 +68,8 @@ class DataConfig(_Section):
     """Where the text comes from."""
 
     root: str | None = None
-    """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (the Makefile sets it to ../shared)."""
+    """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (set but empty: no data root), else ``../shared``
+    beside the repository when it exists."""
     train: SourceConfig = _src(
         path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az", max_bytes=50_000_000
     )

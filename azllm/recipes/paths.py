@@ -2,7 +2,8 @@
 
 Notebooks, recipes and the report ask it; nothing else builds an artifact path. Heavy artifacts go to
 ``$AZLLM_ARTIFACTS/<run_name>/`` (default ``./artifacts/<run_name>/``, git-ignored), the pages to
-``reports/<run_name>/``, and inputs are found under the data root (``data.root``, else ``$AZLLM_DATA_ROOT``).
+``reports/<run_name>/``, and inputs are found under the data root (``data.root``, else ``$AZLLM_DATA_ROOT``, else
+``../shared`` beside the repository when it exists).
 
 >>> from azllm.config import load_params
 >>> p = Paths(load_params(None, overrides={"run_name": "demo"}))
@@ -17,11 +18,23 @@ from pathlib import Path
 
 from ..config import Config
 from ..data import under_root
+from ..utils import REPO_ROOT
 
-__all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV"]
+__all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV", "default_data_root"]
 
 DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
 ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
+
+
+def default_data_root(repo: str | os.PathLike = REPO_ROOT) -> Path | None:
+    """``shared/`` beside the repository when it holds ``data/`` (this project's layout), else None. Every command
+    (``azllm run``, ``train``, ``bench``, a notebook in JupyterLab) makes the same choice as ``make``.
+
+    >>> default_data_root("/nowhere/repo") is None
+    True
+    """
+    shared = Path(repo).parent / "shared"
+    return shared if (shared / "data").is_dir() else None
 
 
 class Paths:
@@ -29,9 +42,11 @@ class Paths:
 
     def __init__(self, cfg: Config):
         self.run_name = cfg.run_name
-        root = cfg.data.root or os.environ.get(DATA_ROOT_ENV)
+        env = os.environ.get(DATA_ROOT_ENV)
+        root = cfg.data.root or (env if env is not None else default_data_root())
         self.data_root: Path | None = Path(root).expanduser().resolve() if root else None
-        """The data root, or None (hub sources only)."""
+        """The data root: ``data.root``, else ``$AZLLM_DATA_ROOT`` (set but empty: none), else
+        :func:`default_data_root`; None: hub sources, or the shipped sample (:mod:`azllm.recipes.sources`)."""
         self.artifacts: Path = (Path(os.environ.get(ARTIFACTS_ENV, "artifacts")) / cfg.run_name).resolve()
         """The run's artifacts folder."""
         self._tokens_dir = cfg.tokens.dir

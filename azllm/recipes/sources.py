@@ -2,8 +2,8 @@
 
 :func:`choose` looks at the params and the machine, in this order:
 
-1. **local**: a data root is set (``data.root`` or ``$AZLLM_DATA_ROOT``; the Makefile sets it to ``../shared`` when
-   that folder is beside the repository). Nothing changes.
+1. **local**: a data root is set (``data.root``, else ``$AZLLM_DATA_ROOT``, else ``../shared`` when that folder is
+   beside the repository: :func:`azllm.recipes.paths.default_data_root`, the same for every command). Nothing changes.
 2. **hub**: no data root, and the Hub answers (:func:`hub_reachable`). Every source falls back to its ``hub``
    dataset. A gated dataset (:data:`GATED`, e.g. FLORES+) needs ``HF_TOKEN``: without one the run says so at once
    and evaluates on the sample's FLORES-200 dev instead (same sentences as FLORES+ dev, from the original release),
