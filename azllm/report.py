@@ -256,7 +256,20 @@ def _render_html(nb_path: Path, html_path: Path, show_code: bool, banner: str | 
         cell["outputs"] = [o for o in merged if not (o.get("output_type") == "stream" and not o.get("text"))]
     exporter = HTMLExporter(exclude_input=not show_code, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
-    atomic_write_text(html_path, _with_banner(body, banner))
+    atomic_write_text(html_path, _with_banner(_offline(body), banner))
+
+
+_REMOTE_SCRIPT = re.compile(r'<script src="https?://[^"]*">\s*</script>\n?')
+
+
+def _offline(html_text: str) -> str:
+    """A page without the scripts nbconvert's template loads from a CDN (require.js and MathJax, which no page uses:
+    no widget state, no math): it opens complete offline, with no failed request in the browser's console.
+
+    >>> _offline('<p>x</p><script src="https://cdnjs.cloudflare.com/a.js"> </script>\\n<script>init()</script>')
+    '<p>x</p><script>init()</script>'
+    """
+    return _REMOTE_SCRIPT.sub("", html_text)
 
 
 def _collect(run_dir: Path) -> dict:

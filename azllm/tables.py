@@ -11,7 +11,8 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 - training: :func:`run_table` (:mod:`azllm.recipes.train`);
 - the training benchmark: :func:`variant_table`, :func:`variant_notes`, :func:`prediction_table`,
   :func:`prediction_notes`, :func:`cost_table`, :func:`job_cost_table`, :func:`fit_table`; the GPU run's
-  the lines ``azllm bench gpu`` prints: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines` (:mod:`azllm.recipes.benchmark`);
+  the lines ``azllm bench gpu`` prints: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines`
+  (:mod:`azllm.recipes.benchmark`);
 - adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`adapt_table`
   (:mod:`azllm.recipes.adapt`);
 - evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
