@@ -199,6 +199,10 @@ def _records(path):
     return out
 
 
+FEW = {"num_buckets": 2}
+"""MinHash with 2 bands (2 bucket tasks instead of 14): the cluster tests start fewer tasks, like with like."""
+
+
 def _output(out_root, m) -> tuple:
     """``(key, counts, {shard: records})`` of a finished stage."""
     folder = out_root / m["key"]
@@ -213,7 +217,7 @@ def _output(out_root, m) -> tuple:
 def local_output(tmp_path_factory, data_root, flores):
     """The local executor's output on the fixture corpus (2 tasks): what the Ray and Slurm runs must equal."""
     out = tmp_path_factory.mktemp("local")
-    return _output(out, _clean(data_root / "data/az/train", out, {"flores": flores}, tasks=2, workers=2))
+    return _output(out, _clean(data_root / "data/az/train", out, {"flores": flores}, tasks=2, workers=2, minhash=FEW))
 
 
 @pytest.mark.slow  # a local Ray cluster starts (~15 s) and runs the six steps
@@ -225,7 +229,9 @@ def test_the_stage_on_a_local_ray_cluster_keeps_what_the_local_executor_keeps(
     records as the local executor's (texts byte for byte, ids, order, reasons), and the counts are equal."""
     import ray
 
-    m = _clean(data_root / "data/az/train", tmp_path, {"flores": flores}, tasks=2, workers=2, executor="ray")
+    m = _clean(
+        data_root / "data/az/train", tmp_path, {"flores": flores}, tasks=2, workers=2, minhash=FEW, executor="ray"
+    )
     assert m["performance"]["executor"] == "ray"
     assert _output(tmp_path, m) == local_output and len(local_output[2]) >= 2
     assert not ray.is_initialized()  # the cluster the stage started is stopped
@@ -250,6 +256,7 @@ def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(
             {"flores": flores},
             tasks=2,
             workers=2,
+            minhash=FEW,
             executor="slurm",
             executor_options={**slurm, "wait": False},
         )
@@ -257,7 +264,7 @@ def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(
     submitted = json.loads(record.read_text())
     assert len(submitted) == 6
     m = _clean(  # the jobs of the first call are still queued: this call waits for them, it submits nothing
-        src, tmp_path, {"flores": flores}, tasks=2, workers=2, executor="slurm", executor_options=slurm
+        src, tmp_path, {"flores": flores}, tasks=2, workers=2, minhash=FEW, executor="slurm", executor_options=slurm
     )
     assert json.loads((tmp_path / m["key"] / "slurm_jobs.json").read_text()) == submitted
     assert m["performance"]["executor"] == "slurm" and _output(tmp_path, m) == local_output
