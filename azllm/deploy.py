@@ -273,7 +273,7 @@ def _staged(folder: Path, work: Path) -> Path:
     return work / folder.name
 
 
-def _gguf_fields(path: Path) -> dict:
+def gguf_fields(path: Path) -> dict:
     """A GGUF's pre-tokenizer, chat template, token count and the sha256 of all its ``tokenizer.*`` metadata."""
     from gguf import GGUFReader
 
@@ -318,7 +318,7 @@ def convert(folder, out_file, *, outtype="f16", pre_tokenizer=None, converter=No
         job = {"converter": str(conv), "folder": str(_staged(folder, work)), "outtype": outtype, "outfile": str(tmp)}
         (work / "job.json").write_text(json.dumps({**job, "pre_tokenizer": choice["name"], "how": choice["how"]}))
         log = _run_child([sys.executable, "-m", "azllm.deploy", str(work / "job.json")], timeout_s, "the converter")
-        fields, template = _gguf_fields(tmp), _hf_tokenizer(folder).chat_template
+        fields, template = gguf_fields(tmp), _hf_tokenizer(folder).chat_template
         got = (fields["n_tokens"], fields.get("tokenizer.ggml.pre", "default"))
         if got != (info["vocab_size"], choice["name"]):
             raise DeployError(f"the GGUF has (tokens, pre-tokenizer) {got}, not {info['vocab_size'], choice['name']}")
@@ -367,12 +367,12 @@ def _converter_child(job_path: str) -> int:
     return 0
 
 
-_LOG: list[list[bytes]] = []  # the lists of the open _llama_log blocks, innermost last
+_LOG: list[list[bytes]] = []  # the lists of the open llama_log blocks, innermost last
 _LOG_CALLBACK: list = []  # the one callback, made once and never freed: a model may log with it after a block ends
 
 
 @contextlib.contextmanager
-def _llama_log():
+def llama_log():
     """llama.cpp's log into a list of bytes (yielded), not stderr; llama_cpp's own callback back after the block."""
     import ctypes
 
@@ -411,7 +411,7 @@ def quantize(f16_file: Pathish, out_file: Pathish, quant: str, *, threads: int =
     tmp, params = out.with_name(f".{out.name}.{os.getpid()}.tmp"), api.llama_model_quantize_default_params()
     params.ftype, params.nthread, t0 = getattr(api, QUANTS[quant]), int(threads), time.time()
     try:
-        with _llama_log() as log:
+        with llama_log() as log:
             api.llama_backend_init()
             rc = api.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params))
         text = b"".join(log).decode(errors="replace")
@@ -459,7 +459,7 @@ def _llama(gguf_file, **kw):
 
     api.llama_model_default_params = params
     try:
-        with _llama_log():
+        with llama_log():
             return Llama(model_path=str(gguf_file), n_gpu_layers=0, verbose=False, **kw)
     finally:
         api.llama_model_default_params = defaults
@@ -467,7 +467,7 @@ def _llama(gguf_file, **kw):
 
 def _llama_ids(gguf_file, lines: list[str], add_bos=False, special=True) -> list[list[int]]:
     llm = _llama(gguf_file, vocab_only=True, n_ctx=512)
-    with _llama_log():
+    with llama_log():
         return [list(llm.tokenize(t.encode("utf-8"), add_bos=add_bos, special=special)) for t in lines]
 
 
@@ -498,7 +498,7 @@ def tokenizer_parity(gguf_file: Pathish, hf_tokenizer_folder: Pathish, sets: dic
     return {"sets": out, "all": {"lines": total, "equal": same, "share": same / total if total else None}}
 
 
-def _logits_model(gguf_file, n_ctx: int, threads: int, logits_all: bool = True):
+def logits_model(gguf_file, n_ctx: int, threads: int, logits_all: bool = True):
     n = max(int(n_ctx), 16)
     kw = {"n_ctx": n, "n_batch": n, "n_ubatch": n, "n_threads": threads, "n_threads_batch": threads}
     return _llama(gguf_file, logits_all=logits_all, **kw)
@@ -507,7 +507,7 @@ def _logits_model(gguf_file, n_ctx: int, threads: int, logits_all: bool = True):
 def _llama_logits(llm, ids: list[int]):
     import numpy as np
 
-    with _llama_log():
+    with llama_log():
         llm.reset()
         llm.eval(ids)
     return np.array(llm.scores[: len(ids)], dtype=np.float64)
@@ -530,7 +530,7 @@ def logit_check(gguf_file: Pathish, model_folder: Pathish, texts: list[str], *, 
     if not seqs:
         raise DeployError("logit_check: no text gave a token")
     model = AutoModelForCausalLM.from_pretrained(str(model_folder), dtype=torch.float32).eval()
-    llm = _logits_model(gguf_file, max(map(len, seqs)), threads)
+    llm = logits_model(gguf_file, max(map(len, seqs)), threads)
     diff, scale, agree, n, was = 0.0, 0.0, 0, 0, torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -597,7 +597,7 @@ def quant_quality(ref_gguf: Pathish, quant_gguf: Pathish, texts: list[str], *, n
     cut, seqs = sum(len(s) > n_ctx for s in seqs), [s[:n_ctx] for s in seqs if len(s) >= 2]
     if not seqs:
         raise DeployError("quant_quality: no text of two tokens or more")
-    ref, quant = (_logits_model(p, max(map(len, seqs)), threads) for p in (ref_gguf, quant_gguf))
+    ref, quant = (logits_model(p, max(map(len, seqs)), threads) for p in (ref_gguf, quant_gguf))
     logits = [(_llama_logits(ref, s)[:-1], _llama_logits(quant, s)[:-1]) for s in seqs]
     return quality_from_logits(*zip(*logits), [s[1:] for s in seqs]) | {"texts": len(seqs), "texts_cut": cut}
 
@@ -614,7 +614,7 @@ def generate(gguf_file: Pathish, prompts: list[str], *, max_new_tokens=48, chat=
         raise DeployError(f"{gguf_file} has no chat template (tokenizer.chat_template); use chat=False")
     greedy, answers = {"max_tokens": max_new_tokens, "temperature": 0.0, "repeat_penalty": 1.0, "seed": 0}, []
     for p in prompts:
-        with _llama_log():
+        with llama_log():
             if chat:
                 r = llm.create_chat_completion(messages=[{"role": "user", "content": p}], **greedy)
                 answers.append(r["choices"][0]["message"]["content"] or "")
@@ -661,14 +661,14 @@ def deploy(
             files[q] = {"quantize": quantize(path["F16"], path[q], q, threads=threads)}
         say("checking: tokenizer parity, logits, quality, bits per weight")
         lines = [x for v in parity_sets.values() for x in v]
-        ref = (_gguf_fields(path["F16"])["tokenizer_sha256"], _llama_ids(path["F16"], lines))
+        ref = (gguf_fields(path["F16"])["tokenizer_sha256"], _llama_ids(path["F16"], lines))
         record = {"folder": str(folder), "check": check, "files": files, "quality": {}, "threads": threads}
         record["parity"] = tokenizer_parity(path["F16"], folder, parity_sets, new_ids=new_ids)
         record["logits"] = logit_check(path["F16"], folder, eval_texts, threads=threads)
         for q, rec in files.items():
             rec.update(size_bytes=path[q].stat().st_size, **bits_per_weight(path[q]))
             if q != "F16":
-                rec["same_tokenizer"] = (_gguf_fields(path[q])["tokenizer_sha256"], _llama_ids(path[q], lines)) == ref
+                rec["same_tokenizer"] = (gguf_fields(path[q])["tokenizer_sha256"], _llama_ids(path[q], lines)) == ref
                 record["quality"][q] = quant_quality(path["F16"], path[q], eval_texts, threads=threads)
             rec["path"] = rec.get("convert", rec.get("quantize"))["path"] = str(out_dir / path[q].name)
         record.update(llama_cpp=require_llama_cpp().__version__, converter=str(converter_path(converter)))

@@ -111,6 +111,20 @@ def significant(x, digits: int = 4) -> str:
     return f"{f:.{digits - 1 if abs(f) < 1e-3 else digits}g}"
 
 
+def weights_id(model: str | os.PathLike) -> str:
+    """What identifies a model's weights for a cache: a local folder's weight files by name, size and modification
+    time (what makes a cached score stale), or a hub id as it is.
+
+    >>> weights_id("HuggingFaceTB/SmolLM2-135M")
+    'HuggingFaceTB/SmolLM2-135M'
+    """
+    folder = Path(str(model))
+    if not folder.is_dir():
+        return str(model)
+    files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
+    return json_hash([(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files])
+
+
 def torch_dtype(name: str):
     """The torch dtype of an azllm dtype name (``fp32`` | ``bf16`` | ``fp16``).
 

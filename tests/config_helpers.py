@@ -3,14 +3,14 @@ docstring, every field a documented description, and its defaults validate."""
 
 import inspect
 
-from azllm.config.data import _Section
+from azllm.config.data import Section
 
 
 def sections(module) -> list[type]:
     return [
         c
         for _, c in inspect.getmembers(module, inspect.isclass)
-        if issubclass(c, _Section) and c is not _Section and c.__module__ == module.__name__
+        if issubclass(c, Section) and c is not Section and c.__module__ == module.__name__
     ]
 
 

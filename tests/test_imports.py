@@ -194,3 +194,31 @@ def test_recipe_imports_are_the_listed_ones(mod):
     assert name in RECIPE_IMPORTS, f"{mod} is a new recipe: list what it may import in RECIPE_IMPORTS"
     used = {d.split(".")[-1] for d in GRAPH[mod] if d.startswith("azllm.recipes.")}
     assert used <= RECIPE_IMPORTS[name], f"{mod} imports {sorted(used - RECIPE_IMPORTS[name])}, not listed"
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    """A name with a leading underscore is its module's own: no azllm module imports one from another azllm module
+    (``from .adapt import _derived``) or reads one as an attribute (``adapt._derived``); what modules share is a
+    public, named seam. (Private names of other packages are outside this rule.)"""
+    found = []
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        aliases = {}  # names bound to azllm modules in this file
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                targets = _resolve(mod, path.name == "__init__.py", node)
+                for alias, target in zip(node.names, targets):
+                    if target in MODULES and target.endswith("." + alias.name):
+                        aliases[alias.asname or alias.name] = target
+                    elif alias.name.startswith("_") and not alias.name.startswith("__") and target != mod:
+                        found.append(f"{mod} imports {target}.{alias.name}")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.append(f"{mod} reads {aliases[node.value.id]}.{node.attr}")
+    assert not found, "\n".join(sorted(set(found)))

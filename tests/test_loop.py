@@ -31,7 +31,7 @@ def test_pretraining_and_sft_get_their_arguments_from_the_one_builder(kind, tmp_
     from transformers import TrainingArguments
     from trl import SFTConfig
 
-    from azllm.sft.train import _sft_config
+    from azllm.sft.train import sft_config
     from azllm.train import _training_arguments
 
     spec = default_spec(kind, betas=[0.8, 0.9], grad_clip=0.5, eval_batch_size=3)
@@ -39,7 +39,7 @@ def test_pretraining_and_sft_get_their_arguments_from_the_one_builder(kind, tmp_
         args = _training_arguments(tmp_path, spec, world=1)
         assert type(args) is TrainingArguments and args.save_steps == spec.save_steps
     else:
-        args = _sft_config(tmp_path, spec, eval_on_start=True, world=1)
+        args = sft_config(tmp_path, spec, eval_on_start=True, world=1)
         assert isinstance(args, SFTConfig) and args.save_steps == spec.eval_steps and args.load_best_model_at_end
     for ours, theirs in SHARED.items():
         assert getattr(args, theirs) == getattr(spec, ours), ours
@@ -86,7 +86,7 @@ def test_precision_auto_is_bf16_on_a_bf16_cpu_for_a_real_size_model(monkeypatch)
 def test_the_rule_reads_the_micro_batch_of_each_loop(monkeypatch, tmp_path):
     """The Trainer's arguments of a 135M model on a bf16 CPU: bf16 for adaptation's 4 x 256 windows, fp32 for SFT's
     single conversations of at most 384 tokens."""
-    from azllm.sft.train import _sft_config
+    from azllm.sft.train import sft_config
     from azllm.train import _training_arguments
 
     if torch.cuda.is_available():
@@ -95,4 +95,4 @@ def test_the_rule_reads_the_micro_batch_of_each_loop(monkeypatch, tmp_path):
     adapt = default_spec("train", {"batch_size": 4, "block_size": 256})
     sft = default_spec("sft", {"batch_size": 1, "max_length": 384})
     assert _training_arguments(tmp_path, adapt, world=1, n_params=135_000_000).bf16 is True
-    assert _sft_config(tmp_path, sft, eval_on_start=False, world=1, n_params=135_000_000).bf16 is False
+    assert sft_config(tmp_path, sft, eval_on_start=False, world=1, n_params=135_000_000).bf16 is False

@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from ..deploy import _gguf_fields, _llama_log, _logits_model, require_llama_cpp
+from ..deploy import gguf_fields, llama_log, logits_model, require_llama_cpp
 
 __all__ = ["speed", "hf_speed"]
 
@@ -31,7 +31,7 @@ def _speed_job(job: dict) -> dict:
         import numpy as np
 
         api = require_llama_cpp()
-        llm = _logits_model(job["path"], len(job["ids"]) + job["gen_tokens"] + 8, job["threads"], logits_all=False)
+        llm = logits_model(job["path"], len(job["ids"]) + job["gen_tokens"] + 8, job["threads"], logits_all=False)
 
         def run(ids, first=True):
             if first:
@@ -39,7 +39,7 @@ def _speed_job(job: dict) -> dict:
             llm.eval(ids)
             return int(np.ctypeslib.as_array(api.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).argmax())
 
-        quiet = _llama_log()
+        quiet = llama_log()
     else:
         import torch
         from transformers import AutoModelForCausalLM
@@ -88,7 +88,7 @@ def speed(gguf_file, *, prompt_tokens=128, gen_tokens=32, threads=2, repeats=3, 
 
     >>> speed("model-Q4_K_M.gguf")["gen_tokens_per_s"]  # doctest: +SKIP
     """
-    vocab = _gguf_fields(Path(gguf_file))["n_tokens"]
+    vocab = gguf_fields(Path(gguf_file))["n_tokens"]
     return _fresh_speed("llama", gguf_file, vocab, prompt_ids, prompt_tokens, gen_tokens, threads, repeats)
 
 

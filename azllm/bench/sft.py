@@ -10,7 +10,7 @@ SIGTERM, safety, throughput and progress callbacks, the held-out evaluation set)
   bare path is what a user writes from TRL's documentation (``SFTTrainer(model, args=SFTConfig(...),
   train_dataset=..., processing_class=..., peft_config=...)``), with TRL's defaults for everything azllm does not
   set, and one fix it needs to run at all with trainable token rows (the LM-head bias that peft's wrapper does not
-  serve, :func:`azllm.sft.train._expose_head_bias`). Both compute the same losses (tested), so the ratio is the cost
+  serve, :func:`azllm.sft.train.expose_head_bias`). Both compute the same losses (tested), so the ratio is the cost
   of azllm's additions.
 - **Tokens/s**: one timer callback in both paths, the interval from one optimizer step's end to the next after
   ``untimed_steps``; tokens are TRL's count of the non-padding training tokens, per step on average. No evaluation
@@ -80,11 +80,11 @@ def _bare(job: dict, out: Path, timer: StepTimer):
     from datasets import Dataset
     from trl import SFTTrainer
 
-    from ..sft.train import _expose_head_bias, _sft_config
+    from ..sft.train import expose_head_bias, sft_config
 
     tok, info, model, peft, spec = _setup(job)
     convs = json.loads(Path(job["conversations"]).read_text())
-    args = _sft_config(out, spec, eval_on_start=True, world=1, n_params=sum(p.numel() for p in model.parameters()))
+    args = sft_config(out, spec, eval_on_start=True, world=1, n_params=sum(p.numel() for p in model.parameters()))
     trainer = SFTTrainer(
         model=model,
         args=args,
@@ -94,7 +94,7 @@ def _bare(job: dict, out: Path, timer: StepTimer):
         train_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs]),
         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in convs[:4]]),
     )
-    _expose_head_bias(trainer.model)  # without it TRL 1.16 + peft 0.21.2 fail at step 1 with trainable token rows
+    expose_head_bias(trainer.model)  # without it TRL 1.16 + peft 0.21.2 fail at step 1 with trainable token rows
     trainer.train()
     return trainer.state, int(trainer._total_train_tokens)
 

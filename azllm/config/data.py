@@ -14,14 +14,14 @@ Method = Literal[METHODS]
 """A training method: full | lora | qlora (:data:`azllm.assemble.METHODS`, the one list of them)."""
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True, validate_default=False)
 
 
 # ------------------------------------------------------------------------------------------------------ data
 
 
-class SourceConfig(_Section):
+class SourceConfig(Section):
     """One data source: a local path (used when it matches files), else a hub dataset streamed."""
 
     path: str | None = None
@@ -43,11 +43,11 @@ class SourceConfig(_Section):
     """Stop after this many documents."""
 
 
-def _src(**kw: Any) -> Any:
+def source_field(**kw: Any) -> Any:
     return Field(default_factory=lambda: SourceConfig(**kw))
 
 
-class ParallelPair(_Section):
+class ParallelPair(Section):
     """Two line-parallel sides of one set: Azerbaijani and English."""
 
     az: SourceConfig = Field(default_factory=SourceConfig)
@@ -64,13 +64,13 @@ _FLORES_EN = dict(
 )
 
 
-class DataConfig(_Section):
+class DataConfig(Section):
     """Where the text comes from."""
 
     root: str | None = None
     """Data root for relative paths; None: ``$AZLLM_DATA_ROOT`` (set but empty: no data root), else ``../shared``
     beside the repository when it exists."""
-    train: SourceConfig = _src(
+    train: SourceConfig = source_field(
         path="data/az/train/*.txt", hub="wikimedia/wikipedia", config="20231101.az", max_bytes=50_000_000
     )
     """The training corpus (tokenizers, token files, models)."""
@@ -93,7 +93,7 @@ class DataConfig(_Section):
 # ------------------------------------------------------------------------------------------------ tokenizer
 
 
-class SweepConfig(_Section):
+class SweepConfig(Section):
     """The tokenizer study: every combination below is trained and measured."""
 
     vocab_sizes: list[int] = Field(default_factory=lambda: [8000, 16000, 32000, 64000])
@@ -108,7 +108,7 @@ class SweepConfig(_Section):
     """The tokens per word the best tokenizer should reach on the first eval set (a line on the page's plot)."""
 
 
-class TokenizerConfig(_Section):
+class TokenizerConfig(Section):
     """The run's main tokenizer (token files, model), and the study around it."""
 
     model_type: Literal["unigram", "bpe"] = "bpe"
@@ -144,7 +144,7 @@ class TokenizerConfig(_Section):
     """The vocabulary-size / model-type / pre-split study of the tokenizer report."""
 
 
-class BaselineConfig(_Section):
+class BaselineConfig(Section):
     """A baseline tokenizer: a local file or folder, else a hub id; or a tiktoken encoding."""
 
     path: str | None = None
@@ -155,7 +155,7 @@ class BaselineConfig(_Section):
     """A tiktoken encoding name, e.g. ``o200k_base``."""
 
 
-def _baselines() -> dict[str, BaselineConfig]:
+def default_baselines() -> dict[str, BaselineConfig]:
     b = BaselineConfig
     return {
         "gpt2": b(path="tokenizers/gpt2", hub="openai-community/gpt2"),
@@ -171,7 +171,7 @@ def _baselines() -> dict[str, BaselineConfig]:
     }
 
 
-class ReportConfig(_Section):
+class ReportConfig(Section):
     """What the HTML pages show."""
 
     show_code: bool = False
@@ -198,7 +198,7 @@ class ReportConfig(_Section):
 # --------------------------------------------------------------------------------------------------- tokens
 
 
-class EncoderBenchConfig(_Section):
+class EncoderBenchConfig(Section):
     """The token-file encoder benchmark (notebook 02, azllm.bench.encoder)."""
 
     quick: bool = False
@@ -215,7 +215,7 @@ class EncoderBenchConfig(_Section):
     """Window length of the get_batch timing."""
 
 
-class TokensConfig(_Section):
+class TokensConfig(Section):
     """The token files (notebook 02)."""
 
     tokenizer: str | None = None

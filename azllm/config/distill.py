@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .data import _Section
+from .data import Section
 
 
-class DistillConfig(_Section):
+class DistillConfig(Section):
     """Knowledge distillation of a small student from a teacher, on the Azerbaijani token files."""
 
     teacher: str = "adapt"
@@ -52,7 +52,7 @@ class DistillConfig(_Section):
     """Write each student as a standalone folder (safetensors, the teacher's tokenizer and chat template)."""
 
 
-class DeployConfig(_Section):
+class DeployConfig(Section):
     """GGUF files for llama.cpp with their checks (:func:`azllm.deploy.deploy`)."""
 
     models: list[str] = Field(default_factory=lambda: ["student"])

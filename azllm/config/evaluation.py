@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .data import _Section
+from .data import Section
 
 
-class LocalTaskConfig(_Section):
+class LocalTaskConfig(Section):
     """The data of one shipped task (``azllm/evaluation/tasks/<name>.yaml``): any split of the benchmark's format."""
 
     path: str
@@ -47,7 +47,7 @@ def _local() -> dict[str, LocalTaskConfig]:
     }
 
 
-class ProbeConfig(_Section):
+class ProbeConfig(Section):
     """The linear probe (:mod:`azllm.evaluation.probe`): a logistic regression on mean-pooled hidden states of a
     SIB-200 task's sentences. It separates small models whose multiple-choice scores sit at chance. Its chance level
     is the majority-class rate (what a model whose features carry nothing reaches), not 1/7."""
@@ -68,7 +68,7 @@ class ProbeConfig(_Section):
     0: train on the pool, score the test split."""
 
 
-class EvalConfig(_Section):
+class EvalConfig(Section):
     """Downstream evaluation: lm-eval tasks (shipped local YAMLs and lm-eval's registry), the probe, and the
     before/after verdicts."""
 

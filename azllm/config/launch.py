@@ -10,10 +10,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from .data import _Section
+from .data import Section
 
 
-class LaunchConfig(_Section):
+class LaunchConfig(Section):
     """An Amazon SageMaker training job of this params file: ``python -m azllm train`` under torchrun on
     ``benchmark.job.instances`` x ``benchmark.job.instance``, managed spot, checkpoints synced to S3."""
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .data import Method, SourceConfig, _Section
+from .data import Method, Section, SourceConfig
 
 
 class SftSourceConfig(SourceConfig):
@@ -37,7 +37,7 @@ def _sources() -> dict[str, SftSourceConfig]:
     }
 
 
-class SftVariant(_Section):
+class SftVariant(Section):
     """One row of the methods table: a method, with or without packing."""
 
     method: Method = "lora"
@@ -46,7 +46,7 @@ class SftVariant(_Section):
     """Pack the conversations (``sft.packing_strategy``)."""
 
 
-class SftConfig(_Section):
+class SftConfig(Section):
     """Instruction tuning with TRL's ``SFTTrainer``: chat data, cleaning, decontamination, the chat template,
     training, held-out evaluation, export."""
 

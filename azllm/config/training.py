@@ -7,12 +7,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..assemble import METHODS
-from .data import Dtype, Method, SourceConfig, _Section, _src
+from .data import Dtype, Method, Section, SourceConfig, source_field
 
 # ---------------------------------------------------------------------------------------------------- model
 
 
-class LigerConfig(_Section):
+class LigerConfig(Section):
     """Liger Kernel's fused Triton kernels (CUDA only; on CPU the run says so and trains without them)."""
 
     rope: bool = False
@@ -31,7 +31,7 @@ class LigerConfig(_Section):
         return [k for k, v in self.model_dump().items() if v]
 
 
-class LoraConfig(_Section):
+class LoraConfig(Section):
     """LoRA adapters (peft)."""
 
     r: int = 16
@@ -46,7 +46,7 @@ class LoraConfig(_Section):
     """None: every linear layer but lm_head; or module names."""
 
 
-class QuantConfig(_Section):
+class QuantConfig(Section):
     """The frozen base of QLoRA (bitsandbytes)."""
 
     bits: Literal[4, 8] = 4
@@ -59,7 +59,7 @@ class QuantConfig(_Section):
     """Dtype of the dequantized matmuls."""
 
 
-class ModelConfig(_Section):
+class ModelConfig(Section):
     """The model a run trains."""
 
     preset: str = "tiny"
@@ -89,7 +89,7 @@ class ModelConfig(_Section):
 # ---------------------------------------------------------------------------------------------------- train
 
 
-class GenerateConfig(_Section):
+class GenerateConfig(Section):
     """Sample generations of the trained model."""
 
     prompts: list[str] = Field(
@@ -104,7 +104,7 @@ class GenerateConfig(_Section):
     """Sampling top-k."""
 
 
-class TrainConfig(_Section):
+class TrainConfig(Section):
     """Training with the Hugging Face Trainer on the token files (notebook 03)."""
 
     method: Method = "full"
@@ -183,7 +183,7 @@ class TrainConfig(_Section):
 # ------------------------------------------------------------------------------------------------ benchmark
 
 
-class OomProbeConfig(_Section):
+class OomProbeConfig(Section):
     """One variant run under a memory cap at growing batches until it runs out of memory."""
 
     variant: str | None = "baseline"
@@ -194,7 +194,7 @@ class OomProbeConfig(_Section):
     """Batch sizes tried in order."""
 
 
-class FitConfig(_Section):
+class FitConfig(Section):
     """The fit planner: largest batch x sequence per memory budget, from the memory model."""
 
     presets: list[str] = Field(default_factory=lambda: ["1b"])
@@ -227,7 +227,7 @@ class FitConfig(_Section):
     """Kept free: CUDA context, cuBLAS workspace, fragmentation (not in the model)."""
 
 
-class JobConfig(_Section):
+class JobConfig(Section):
     """A whole training job priced before launch (prices are examples: set yours; nothing is fetched)."""
 
     tokens: float = 1e9
@@ -250,7 +250,7 @@ class JobConfig(_Section):
     """Checkpoint storage price per GB-month (example value, S3 standard)."""
 
 
-class BenchmarkConfig(_Section):
+class BenchmarkConfig(Section):
     """The memory and throughput benchmark (notebook 04): every variant in its own fresh process."""
 
     preset: str = "tiny"
@@ -325,7 +325,7 @@ class BenchmarkConfig(_Section):
 # ----------------------------------------------------------------------------------------------------- adapt
 
 
-class AdaptConfig(_Section):
+class AdaptConfig(Section):
     """The adaptation study (notebook 05): teach a pretrained base Azerbaijani three ways, measure what English
     loses."""
 
@@ -344,9 +344,9 @@ class AdaptConfig(_Section):
     """Pretraining steps of the study base."""
     base_lr: float = 3e-3
     """Pretraining learning rate of the study base."""
-    english: SourceConfig = _src(path="data/en/train.txt", max_bytes=3_000_000)
+    english: SourceConfig = source_field(path="data/en/train.txt", max_bytes=3_000_000)
     """English text the study base learns from."""
-    english_eval: SourceConfig = _src(path="data/en/valid.txt", max_bytes=400_000)
+    english_eval: SourceConfig = source_field(path="data/en/valid.txt", max_bytes=400_000)
     """Held-out English: bits per byte before and after adaptation."""
     az_train_bytes: int = 4_000_000
     """Bytes of data.train the adaptation runs read (every way reads the same documents)."""

@@ -130,7 +130,7 @@ def read_tumlu(path: str | os.PathLike, subjects: list[str] | None = None) -> li
     return _nonempty(rows, str(path))
 
 
-def _subject(f: Path) -> str:
+def subject_of(f: Path) -> str:
     stem = f.stem
     for suffix in ("_dev", "_val", "_test", "_train"):
         if stem.endswith(suffix):
@@ -142,7 +142,7 @@ def read_mmlu(path: str | os.PathLike, subjects: list[str] | None = None) -> lis
     """MMLU records ``{question, choices, answer (an index), subject}`` of every ``*.csv`` under ``path``;
     ``subjects`` keeps only those (an unknown subject is an error that lists the subjects found)."""
     files = split_files(path, "*.csv")
-    found = {_subject(f): f for f in files}
+    found = {subject_of(f): f for f in files}
     if subjects:
         unknown = sorted(set(subjects) - set(found))
         if unknown:
@@ -160,7 +160,7 @@ def read_mmlu(path: str | os.PathLike, subjects: list[str] | None = None) -> lis
                 if len(letter) != 1 or letter not in LETTERS[:4]:
                     raise EvalDataError(f"{f}:{line_no}: answer {rec[5]!r} is not one of A, B, C, D")
                 rows.append(
-                    {"question": rec[0], "choices": rec[1:5], "answer": LETTERS.index(letter), "subject": _subject(f)}
+                    {"question": rec[0], "choices": rec[1:5], "answer": LETTERS.index(letter), "subject": subject_of(f)}
                 )
     return _nonempty(rows, str(path))
 

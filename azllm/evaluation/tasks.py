@@ -145,7 +145,7 @@ def letter_match(doc: dict, results: list[str]) -> dict:
 # -------------------------------------------------------------------------------------------- task configs
 
 
-def _read_yaml(path: Path) -> dict:
+def read_task_yaml(path: Path) -> dict:
     from lm_eval.tasks._yaml_loader import load_yaml
 
     return dict(load_yaml(path, resolve_func=True))
@@ -157,9 +157,9 @@ def _family(name: str) -> str:
 
 def mmlu_subjects(path: str | os.PathLike) -> list[str]:
     """The subjects of an MMLU split folder (file names less ``_dev``/``_val``/``_test``)."""
-    from .datasets import _subject
+    from .datasets import subject_of
 
-    return sorted({_subject(f) for f in split_files(path, "*.csv")})
+    return sorted({subject_of(f) for f in split_files(path, "*.csv")})
 
 
 def local_task(
@@ -180,7 +180,7 @@ def local_task(
     """
     if name not in LOCAL_TASKS:
         raise KeyError(name)
-    cfg = _read_yaml(LOCAL_TASKS[name])
+    cfg = read_task_yaml(LOCAL_TASKS[name])
     kw = dict(cfg.get("dataset_kwargs") or {})
     if path is not None:
         kw["path"] = path

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import Config, deep_update
+from ..config import Config, derive
 from ..utils import atomic_write_json
 from .paths import Paths
 from .sources import resolve
@@ -60,11 +60,6 @@ __all__ = [
 
 EN_SET = "en"
 """The name of the held-out English set in every adaptation run (``adapt.english_eval``)."""
-
-
-def _derived(cfg: Config, **changes) -> Config:
-    """A copy of ``cfg`` with nested sections replaced (``changes``: top-level section -> dict laid over it)."""
-    return Config.model_validate(deep_update(cfg.to_dict(), changes))
 
 
 def az_set(cfg: Config) -> str:
@@ -122,7 +117,7 @@ def base_model(cfg: Config) -> tuple[str, object, dict | None]:
             tok = load_tokenizer(folder)
         return base, tok, None
     tok = english_tokenizer(cfg)
-    cfg_b = _derived(
+    cfg_b = derive(
         cfg,
         run_name=f"{cfg.run_name}-en-base",
         data={"train": adapt.english.model_dump(), "eval": {EN_SET: adapt.english_eval.model_dump()}},
@@ -174,7 +169,7 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
     two eval sets (:func:`az_set`, held-out English)."""
     adapt = cfg.adapt
     az = az_set(cfg)
-    return _derived(
+    return derive(
         cfg,
         data={
             "train": {**cfg.data.train.model_dump(), "max_bytes": adapt.az_train_bytes},

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import data as azdata
 from ..assemble import METHODS
-from ..config import Config, deep_update
+from ..config import Config, deep_update, derive
 from .paths import Paths
 from .sources import resolve
 
@@ -329,7 +329,7 @@ def overhead_benchmark(
     if base:
         from . import adapt
 
-        cfg_b = adapt._derived(cfg, adapt={"base": str(base)})
+        cfg_b = derive(cfg, adapt={"base": str(base)})
         folder, base_tok, _ = adapt.base_model(cfg_b)
         cfg = adapt.way_config(cfg_b, "keep", base_tok, folder, base_tok)
         model_spec = spec_of(cfg, method=method, base=folder)

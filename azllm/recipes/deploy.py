@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..config import Config
+from ..config import Config, derive
 from .paths import Paths
 from .sources import resolve
 
@@ -53,16 +53,10 @@ def model_folders(cfg: Config, distilled: dict | None = None) -> dict[str, str]:
         elif name == "sft":
             from .distill import teacher_folder
 
-            out[name] = teacher_folder(_derived(cfg, distill={"teacher": "sft"}))[0]
+            out[name] = teacher_folder(derive(cfg, distill={"teacher": "sft"}))[0]
         else:
             out[Path(name).name] = name
     return out
-
-
-def _derived(cfg: Config, **changes) -> Config:
-    from .adapt import _derived as derived
-
-    return derived(cfg, **changes)
 
 
 def _lines(cfg: Config, source) -> list[str]:
@@ -125,15 +119,14 @@ def deploy_model(
     the run's parity sets and quality text, parity split by the tokens ``base_tokenizer`` lacks (when given);
     returned from its ``deploy.json`` when the folder's weights and the settings are the same."""
     from ..deploy import deploy
-    from ..utils import json_hash
-    from .evaluate import _weights_id
+    from ..utils import json_hash, weights_id
 
     d = cfg.deploy
     out = Path(out_dir) if out_dir else Paths(cfg).deploy / name
     sets, texts = parity_sets(cfg), quality_texts(cfg)
     key = json_hash(
         {
-            "weights": _weights_id(folder),
+            "weights": weights_id(folder),
             "quants": d.quants,
             "sets": sets,
             "texts": texts,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..config import Config
+from ..config import Config, derive
 from .paths import Paths
 from .specs import build_spec
 
@@ -49,11 +49,11 @@ __all__ = [
 
 def teacher_folder(cfg: Config) -> tuple[str, dict]:
     """``(folder or hub id, note)`` of ``distill.teacher`` (module docstring)."""
-    from . import adapt, sft
+    from . import sft
 
     t = cfg.distill.teacher
     if t == "adapt":
-        folder, note = sft.base_folder(adapt._derived(cfg, sft={"base": None}))
+        folder, note = sft.base_folder(derive(cfg, sft={"base": None}))
         return folder, {**note, "how": "the adaptation run with the lowest Azerbaijani bits per byte"}
     if t == "sft":
         base, note = sft.base_folder(cfg)
@@ -74,7 +74,7 @@ def distill_config(cfg: Config, teacher: str) -> Config:
     d, a = cfg.distill, cfg.adapt
     az = adapt.az_set(cfg)
     own = {k: getattr(d, k) for k in ("max_steps", "lr", "warmup_steps", "eval_steps", "save_steps")}
-    return adapt._derived(
+    return derive(
         cfg,
         data={
             "train": {**cfg.data.train.model_dump(), "max_bytes": d.train_bytes or a.az_train_bytes},
@@ -95,10 +95,10 @@ def distill_data(cfg_d: Config) -> dict:
 
 
 def _teacher_id(teacher: str) -> str:
-    """What identifies the teacher's weights: a folder's files by name, size and time, or a hub id as it is."""
-    from .evaluate import _weights_id
+    """What identifies the teacher's weights (:func:`azllm.utils.weights_id`)."""
+    from ..utils import weights_id
 
-    return _weights_id(teacher) if Path(str(teacher)).is_dir() else str(teacher)
+    return weights_id(teacher)
 
 
 def _load(folder: str):
@@ -257,6 +257,7 @@ def score_models(cfg: Config, folders: dict[str, str]) -> dict[str, dict]:
     """Notebook 06's tasks and probe for each named folder (:func:`azllm.recipes.evaluate.score_model`, cached in
     ``artifacts/<run>/eval/`` by the weights)."""
     from ..evaluation.load import load_model
+    from ..utils import weights_id
     from . import evaluate
 
     out = {}
@@ -268,7 +269,7 @@ def score_models(cfg: Config, folders: dict[str, str]) -> dict[str, dict]:
             tok,
             name=name,
             cache_dir=Paths(cfg).artifacts / "eval" / Path(str(folder)).name,
-            model_id=evaluate._weights_id(folder),
+            model_id=weights_id(folder),
         )
     return out
 

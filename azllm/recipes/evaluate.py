@@ -30,7 +30,7 @@ import os
 from pathlib import Path
 
 from ..config import Config
-from ..utils import atomic_write_json, json_hash
+from ..utils import atomic_write_json, json_hash, weights_id
 from .paths import Paths
 from .tasks import hub_tasks, local_configs, local_task_args, probe_rows
 
@@ -62,12 +62,6 @@ def settings_key(cfg: Config, model_id: str = "") -> str:
             "model": model_id,
         }
     )
-
-
-def _weights_id(folder: str | os.PathLike) -> str:
-    """A folder's weights by name, size and modification time (what makes a cached score stale)."""
-    files = sorted(p for p in Path(folder).glob("*.safetensors")) + sorted(Path(folder).glob("*.bin"))
-    return json_hash([(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files])
 
 
 def probe_scores(cfg: Config, model, tokenizer) -> dict:
@@ -187,7 +181,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
     from .adapt import export_run
 
     model, tok, _ = load_model(base, tokenizer=base_tok.path)
-    base_id = _weights_id(base) if Path(str(base)).is_dir() else str(base)
+    base_id = weights_id(base)
     before = score_model(cfg, model, tok, name="base", cache_dir=Paths(cfg).adapt / "base-eval", model_id=base_id)
     after = {}
     for r in runs:
@@ -201,7 +195,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
             t,
             name=name,
             cache_dir=Paths(cfg).artifacts / "eval" / Path(folder).name,
-            model_id=_weights_id(folder),
+            model_id=weights_id(folder),
         )
     return before, after
 
@@ -221,7 +215,7 @@ def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
                 tok,
                 name=Path(str(spec)).name,
                 cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
-                model_id=_weights_id(spec),
+                model_id=weights_id(spec),
             )
         )
     return out[0], out[1]
@@ -442,7 +436,7 @@ def scoring_benchmark(
     ``artifacts/<run>/eval_benchmark.json``."""
     from ..bench.evaluation import benchmark
     from ..evaluation import UnknownTaskError
-    from ..evaluation.tasks import LOCAL_TASKS, _read_yaml
+    from ..evaluation.tasks import LOCAL_TASKS, read_task_yaml
 
     ev, paths = cfg.evaluate, Paths(cfg)
     if task is None:
@@ -452,7 +446,7 @@ def scoring_benchmark(
                 for t in ev.tasks
                 if t in LOCAL_TASKS
                 and t in ev.local
-                and _read_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"
+                and read_task_yaml(LOCAL_TASKS[t]).get("output_type") == "multiple_choice"
             ),
             None,
         )

@@ -431,12 +431,12 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
 
     from ..assemble import load_base
     from ..sft.template import add_token_rows
-    from ..utils import atomic_write_json, json_hash
+    from ..utils import atomic_write_json, json_hash, weights_id
 
     key = json_hash(
         {
             "base": str(base),
-            "weights": _weights_id(base),
+            "weights": weights_id(base),
             "data": data["key"],
             "template": tokenizer.chat_template,
             "max_new_tokens": cfg.sft.max_new_tokens,
@@ -450,13 +450,6 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
     got = {"key": key, **_scored_answers(cfg, model, tokenizer, template, data)}
     atomic_write_json(path, got)
     return got
-
-
-def _weights_id(base: str) -> str:
-    """A local folder's weights by name, size and time (a hub id stands for itself)."""
-    from .evaluate import _weights_id as weights
-
-    return weights(base) if Path(str(base)).is_dir() else str(base)
 
 
 def chrf_change(cfg: Config, before: dict, after: dict) -> dict:

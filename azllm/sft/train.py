@@ -194,7 +194,7 @@ def lora_config(
     )
 
 
-def _sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int, n_params: int | None = None):
+def sft_config(out: Path, spec: SftSpec, *, eval_on_start: bool, world: int, n_params: int | None = None):
     """TRL's ``SFTConfig`` (a ``TrainingArguments``) from :func:`azllm.loop.training_arguments`, with SFT's own: a
     checkpoint at each evaluation and the best one kept, TRL's length, packing and loss-mask settings, and the
     held-out split evaluated unpacked."""
@@ -244,7 +244,7 @@ def build_trainer(
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    args = _sft_config(
+    args = sft_config(
         out, spec, eval_on_start=eval_on_start, world=world, n_params=sum(p.numel() for p in model.parameters())
     )
     stop = StopOnSignalCallback()
@@ -259,7 +259,7 @@ def build_trainer(
         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in eval_convs]) if eval_convs else None,
         callbacks=[stop, throughput, *extra, *callbacks],
     )
-    _expose_head_bias(trainer.model)
+    expose_head_bias(trainer.model)
     safety = SafetyCallback(trainer.model, {}, out, spec.grad_accum)
     trainer.add_callback(safety)
     trainer.remove_callback(PrinterCallback)
@@ -269,7 +269,7 @@ def build_trainer(
     return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
 
 
-def _expose_head_bias(model) -> bool:
+def expose_head_bias(model) -> bool:
     """TRL's fused LM head reads ``lm_head.weight`` and ``lm_head.bias``; peft's ``TrainableTokensWrapper`` (the
     output layer of a model with trainable token rows) serves ``weight`` (the merged rows) but not ``bias`` (peft
     0.21.2, trl 1.16.0: an AttributeError at the first step). The wrapper gets the wrapped layer's bias as a plain

@@ -24,11 +24,11 @@ from .format import (
     META_NAME,
     SPLITS,
     TokenFileError,
-    _digests,
-    _header_bytes,
-    _val_flags,
+    doc_digests,
+    header_bytes,
     read_header,
     token_dtype,
+    val_flags,
 )
 
 # --------------------------------------------------------------------------------------------------- encoders
@@ -245,7 +245,7 @@ def _unchanged(out_dir: Path, old: dict, docs, options: dict, inputs_key: str | 
         return False  # a one-shot generator: encoded again (identical results keep the old files)
     h = hashlib.sha256()
     for chunk in _chunks(docs() if callable(docs) else docs, *chunking):
-        h.update(_digests(chunk, options["seed"]))
+        h.update(doc_digests(chunk, options["seed"]))
     if json_hash({"options": options, "docs": h.hexdigest()}, n=None) != old["key"]:
         return False
     if inputs_key is not None and old.get("inputs_key") != inputs_key:
@@ -329,9 +329,9 @@ def _encode_into(
 
     with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="azllm-encode") as pool:
         for chunk in chunks:
-            dg = _digests(chunk, seed)
+            dg = doc_digests(chunk, seed)
             docs_hash.update(dg)  # == updating with each document's digest in turn
-            flags = _val_flags(dg, val_fraction).tolist()
+            flags = val_flags(dg, val_fraction).tolist()
             fut = pool.submit(_encode_chunk, encode, chunk, flags, tokenizer.eos_id, dtype, tokenizer.vocab_size)
             pending.append((fut, len(chunk)))
             while len(pending) >= 2 * num_workers:
@@ -365,7 +365,7 @@ def _finalize(out_dir: Path, tmps: dict, headers: dict, meta: dict, keep_old: bo
     When the old files hold the same documents (``keep_old``) they stay untouched."""
     for s in SPLITS:
         with open(tmps[s], "r+b") as f:
-            f.write(_header_bytes(headers[s]))
+            f.write(header_bytes(headers[s]))
             f.flush()
             os.fsync(f.fileno())
     if keep_old:

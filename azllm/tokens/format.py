@@ -39,14 +39,14 @@ def token_dtype(vocab_size: int) -> np.dtype:
     raise ValueError(f"vocab_size {vocab_size} does not fit in uint32")
 
 
-def _digests(docs: list[str], seed: int) -> bytes:
+def doc_digests(docs: list[str], seed: int) -> bytes:
     """The 16-byte keyed blake2b digests of ``docs``, concatenated (one C call per document)."""
     key = str(int(seed)).encode()
     b2 = hashlib.blake2b
     return b"".join([b2(d.encode("utf-8"), digest_size=16, key=key).digest() for d in docs])
 
 
-def _val_flags(digests: bytes, val_fraction: float) -> np.ndarray:
+def val_flags(digests: bytes, val_fraction: float) -> np.ndarray:
     """``True`` where a document goes to val: the first 8 digest bytes (little-endian uint64) are below
     ``val_fraction * 2**64``, compared in integers (exact, the same in :func:`split_of`)."""
     u = np.frombuffer(digests, dtype="<u8")[::2]
@@ -62,10 +62,10 @@ def split_of(doc: str, val_fraction: float = 0.01, seed: int = 0) -> str:
     >>> split_of("Bakı Azərbaycanın paytaxtıdır.", 0.0), split_of("Bakı Azərbaycanın paytaxtıdır.", 1.0)
     ('train', 'val')
     """
-    return "val" if _val_flags(_digests([doc], seed), val_fraction)[0] else "train"
+    return "val" if val_flags(doc_digests([doc], seed), val_fraction)[0] else "train"
 
 
-def _header_bytes(meta: dict) -> bytes:
+def header_bytes(meta: dict) -> bytes:
     blob = json.dumps(meta, sort_keys=True, ensure_ascii=True).encode()
     if 16 + len(blob) > HEADER_SIZE:
         raise TokenFileError(f"token file header too long ({len(blob)} bytes)")
