@@ -56,7 +56,7 @@ class SentenceFilterConfig(Section):
     per byte of cleaned text with the defaults (240 MB for 1 GB, 3.6 GB for 15 GB)."""
 
     expected_per_byte: float = Field(0.2, gt=0)
-    """Word 3-grams expected per byte of cleaned text (Azerbaijani: about 0.13)."""
+    """Word 3-grams expected per byte of cleaned text (measured: 0.099 on the 23 MB cleaned corpus of ../shared)."""
     false_positive: float = Field(0.01, gt=0, lt=1)
     """The design false-positive rate per 3-gram, at the expected count."""
     max_false_positive: float = Field(0.02, gt=0, lt=1)
