@@ -33,3 +33,13 @@ if _os.environ.get("AZLLM_LOG"):  # a report kernel: warnings and logging go to 
     from .utils import route_warnings as _route_warnings
 
     _route_warnings()
+else:
+    from .utils import in_jupyter as _in_jupyter
+
+    if _in_jupyter():  # JupyterLab: library output to the session's log (bars stay widgets), from the first import
+        from .utils import route_warnings as _route_warnings
+        from .utils import session_log as _session_log
+        from .utils import set_session_log as _set_session_log
+
+        _set_session_log(_session_log())
+        _route_warnings()

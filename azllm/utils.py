@@ -329,11 +329,50 @@ bars and library warnings then go to that file (which the runner echoes to the t
 into the HTML pages."""
 
 
+_SESSION_LOG: str | None = None
+"""A JupyterLab session's log file (:func:`set_session_log`), when no report's ``$AZLLM_LOG`` is set."""
+
+
+def set_session_log(path: str | os.PathLike) -> Path:
+    """Send library output (warnings, loggers, datatrove's log and its workers') of this JupyterLab kernel to ``path``
+    instead of the notebook's stderr; progress bars stay widgets in the notebook (:func:`progress`)."""
+    global _SESSION_LOG
+    p = Path(path).resolve()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    _SESSION_LOG = str(p)
+    return p
+
+
+ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
+"""Where heavy artifacts go (``./artifacts`` when unset)."""
+
+
+def project_root(cwd: str | os.PathLike | None = None) -> Path:
+    """The folder that holds ``params/`` for a process started in its ``notebooks/`` (a JupyterLab kernel), else
+    ``cwd``: where the report's kernels run, and where relative params, reports and artifacts paths start.
+
+    >>> project_root("/tmp") == Path("/tmp")
+    True
+    """
+    here = Path(cwd) if cwd is not None else Path.cwd()
+    return here.parent if here.name == "notebooks" and (here.parent / "params").is_dir() else here
+
+
+def session_log() -> Path:
+    """A JupyterLab session's log file: ``jupyterlab.log`` in the artifacts folder of :func:`project_root`."""
+    return (project_root() / os.environ.get(ARTIFACTS_ENV, "artifacts") / "jupyterlab.log").resolve()
+
+
+def log_path() -> str | None:
+    """The log file of this process: a report's ``$AZLLM_LOG``, else a JupyterLab session's, else None (stderr)."""
+    return os.environ.get(LOG_ENV) or _SESSION_LOG
+
+
 def log_stream():
-    """Where progress and warnings go: the file named by ``$AZLLM_LOG`` (appended, line-buffered), else stderr."""
+    """Where library output goes: :func:`log_path` (appended, line-buffered), else stderr."""
     import sys
 
-    path = os.environ.get(LOG_ENV)
+    path = log_path()
     if not path:
         return sys.stderr
     global _LOG

@@ -4,7 +4,8 @@ executable; no browser download; :mod:`browser_helpers`), the way a researcher w
 The JupyterLab test does what the README's JupyterLab step says: start ``jupyter lab`` (here on a free localhost port,
 with a token, in a temporary copy of the layout: ``notebooks/03_train`` and ``params/``), open
 ``notebooks/03_train.ipynb``, set ``params_file`` in the first cell, Run > Run All Cells, and watch: progress bars
-are widgets, figures are inline, nothing fails; a params file that does not exist gives a message that says what to
+are widgets, figures are inline, nothing fails, library logs go to the session's log file and not into the cells;
+a params file that does not exist gives a message that says what to
 change, not a traceback; saving the notebook keeps its jupytext twin (``.py``) in step. A screenshot of the finished
 notebook goes to the test's temporary folder. When Chromium cannot start, the test fails and says why."""
 
@@ -137,6 +138,9 @@ def test_a_notebook_runs_in_jupyterlab_with_widgets_figures_and_a_clear_error(ch
     )
     prompts = _run_all_and_wait(page)
     assert len(prompts) >= 6 and not _errors(page), _errors(page)
+    stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    assert not stderr, f"library output in the notebook (it belongs in the session's log): {stderr[:3]}"
+    assert (tmp_path / "art" / "jupyterlab.log").stat().st_size > 0  # where it went
     images = page.locator(".jp-RenderedImage img")
     assert images.count() >= 1 and all(
         images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0") for i in range(images.count())

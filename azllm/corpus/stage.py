@@ -36,7 +36,7 @@ from datatrove.utils.hashing import HashConfig
 from filelock import FileLock
 
 from ..data import DataError, Resolved
-from ..utils import LOG_ENV, atomic_write_text, json_hash, log_stream, replace_dir
+from ..utils import atomic_write_text, json_hash, log_path, log_stream, replace_dir
 from .pipeline import (
     STEPS,
     AzWords,
@@ -68,7 +68,7 @@ class _Executor(LocalPipelineExecutor):
 
     Each worker (started by datatrove's forkserver) sets up its own loguru sinks on its ``sys.stderr``, which is
     the file descriptor 2 it inherited: in a report's kernel, a pipe the kernel shows as the page's stderr. So a
-    worker first points its descriptor 2 at ``log`` (the run's log, :data:`azllm.utils.LOG_ENV`): loguru, Python
+    worker first points its descriptor 2 at ``log`` (the run's log, :func:`azllm.utils.log_path`): loguru, Python
     tracebacks and anything native then reach the log and the terminal, never the page. Without ``log`` (no
     report) the workers keep the caller's stderr. The parent process, which runs the tasks itself when
     ``workers`` is 1, is left alone: :func:`_run` redirects its ``sys.stderr`` for the run."""
@@ -134,7 +134,7 @@ def _executor(engine: dict, pipeline, work: Path, name: str, tasks: int, workers
             workers=min(workers, tasks),
             logging_dir=logs,
             depends=depends,
-            log=os.environ.get(LOG_ENV) or None,
+            log=log_path(),
         )
     if kind == "ray":
         from datatrove.executor import RayPipelineExecutor

@@ -38,7 +38,6 @@ cycles (tests/test_imports.py).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..config import Config, load_params
 from ..utils import route_library_output
@@ -79,13 +78,13 @@ def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Conf
     there an error about the params or the data shows as a message, not a traceback; then the config is loaded."""
     import pandas as pd
 
-    from ..utils import in_jupyter, significant
+    from ..utils import in_jupyter, project_root, session_log, set_session_log, significant
 
-    here = Path.cwd()
-    if here.name == "notebooks" and (here.parent / "params").is_dir():  # JupyterLab: the kernel starts in notebooks/
-        os.chdir(here.parent)  # where the report's kernels run: params/, reports/ and artifacts/ resolve the same
+    os.chdir(project_root())  # JupyterLab starts a kernel in notebooks/; the report's kernels run in the root
     if in_jupyter():
         _short_errors()
+        log = set_session_log(session_log())
+        print(f"azllm: library logs of this notebook go to {log}; progress bars stay here")
     route_library_output()
     pd.set_option("styler.format.na_rep", "—")
     pd.set_option("display.float_format", significant)  # every table: the digits its numbers support

@@ -18,12 +18,11 @@ from pathlib import Path
 
 from ..config import Config
 from ..data import under_root
-from ..utils import REPO_ROOT
+from ..utils import ARTIFACTS_ENV, REPO_ROOT
 
 __all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV", "default_data_root"]
 
 DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
-ARTIFACTS_ENV = "AZLLM_ARTIFACTS"
 
 
 def default_data_root(repo: str | os.PathLike = REPO_ROOT) -> Path | None:
