@@ -1,7 +1,8 @@
 """A one-node Slurm cluster for the tests, from Debian's packages (``slurmctld``, ``slurmd``, ``slurm-client``,
-``munge``; ``.ci/run`` installs them): a fixture writes its ``slurm.conf`` in a temporary folder, starts ``munged``
-(unless one runs), ``slurmctld`` and ``slurmd``, points ``SLURM_CONF`` at it and stops the daemons at the end. When
-they cannot start the test fails and says why: it never skips."""
+``munge``; ``.ci/run`` installs them): a fixture writes its ``slurm.conf`` in a temporary folder, starts its own
+``munged`` (own key and socket in that folder, so a stale ``/run/munge`` socket or a system daemon cannot break it),
+``slurmctld`` and ``slurmd``, points ``SLURM_CONF`` at it and stops the daemons at the end. When they cannot start the
+test fails and says why: it never skips."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ SlurmctldHost={host}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=socket={d}/munge/munge.socket
 StateSaveLocation={d}/state
 SlurmdSpoolDir={d}/spool
 SlurmctldPidFile={d}/slurmctld.pid
@@ -71,16 +73,26 @@ def slurm_cluster(tmp_path_factory):
     (d / "spool").mkdir()
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(conf)
-    started_munge = None
-    if not Path("/run/munge/munge.socket.2").exists():
-        for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
-            os.makedirs(folder, exist_ok=True)
-        if not Path("/etc/munge/munge.key").exists():
-            subprocess.run(["mungekey", "--create"], check=False, capture_output=True)
-        p = subprocess.run(["munged", "--force"], capture_output=True, text=True)
-        if p.returncode != 0:
-            _fail(f"munged: {p.stderr.strip()}", d)
-        started_munge = True
+    munge = d / "munge"
+    munge.mkdir(mode=0o700)
+    p = subprocess.run(["mungekey", "--create", f"--keyfile={munge / 'munge.key'}"], capture_output=True, text=True)
+    if p.returncode != 0:
+        _fail(f"mungekey: {p.stderr.strip()}", d)
+    p = subprocess.run(
+        [
+            "munged",
+            "--force",
+            f"--socket={munge / 'munge.socket'}",
+            f"--key-file={munge / 'munge.key'}",
+            f"--pid-file={munge / 'munged.pid'}",
+            f"--log-file={d / 'munged.log'}",
+            f"--seed-file={munge / 'munged.seed'}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if p.returncode != 0:
+        _fail(f"munged: {p.stderr.strip()}", d)
     for daemon in ("slurmctld", "slurmd"):
         p = subprocess.run([daemon], capture_output=True, text=True)
         if p.returncode != 0:
@@ -97,14 +109,17 @@ def slurm_cluster(tmp_path_factory):
     try:
         yield {"conf": conf, "partition": "debug"}
     finally:
+        subprocess.run(["scancel", "--partition", "debug"], capture_output=True)  # no job outlives its cluster
         subprocess.run(["scontrol", "shutdown"], capture_output=True)
         for pid_file in ("slurmd.pid", "slurmctld.pid"):
             try:
                 os.kill(int((d / pid_file).read_text()), signal.SIGTERM)
             except (OSError, ValueError):
                 pass
-        if started_munge:
-            subprocess.run(["pkill", "-x", "munged"], capture_output=True)
+        try:
+            os.kill(int((munge / "munged.pid").read_text()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
         if old is None:
             os.environ.pop("SLURM_CONF", None)
         else:
