@@ -89,7 +89,7 @@ def parser() -> argparse.ArgumentParser:
     la = sub.add_parser("launch", help="a params file as a SageMaker training job; prints its cost first")
     la.add_argument("params")
     la.add_argument("--dry-run", action="store_true", help="build the job, print it and its cost; no AWS call")
-    _bench_parsers(sub.add_parser("bench", help="measurements: encoder, methods, overhead, gpu, eval"))
+    _bench_parsers(sub.add_parser("bench", help="measurements: encoder, methods, overhead, gpu, eval, sft, scale"))
     sub.add_parser("lock-env", help="write environment.yml from requirements.lock")
     return ap
 
@@ -124,6 +124,12 @@ def _bench_parsers(b) -> None:
     sb.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
     sb.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
     sb.add_argument("--threads", type=int, help="torch threads per process (0: torch's default); " + RECIPE_DEFAULT)
+    sc = bs.add_parser("scale", help="corpus, mix, tokenizer and token files on generated text of growing size")
+    sc.add_argument("params")
+    sc.add_argument(
+        "--sizes", default="64M,256M,1G", help="comma-separated sizes of generated text (default: %(default)s)"
+    )
+    sc.add_argument("--out", help="work folder and scale.json (default: artifacts/<run>/scale)")
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
@@ -353,7 +359,22 @@ def _bench(args) -> int:
         "gpu": _bench_gpu,
         "eval": _bench_eval,
         "sft": _bench_sft,
+        "scale": _bench_scale,
     }[args.bench](args)
+
+
+def _bench_scale(args) -> int:
+    from .recipes import load
+    from .recipes.paths import Paths
+    from .recipes.scale import growth_rows, parse_size, scale_benchmark, scale_rows
+    from .tables import format_scale_benchmark
+
+    cfg = load(args.params)
+    out = Path(args.out) if args.out else Paths(cfg).artifacts / "scale"
+    record = scale_benchmark(cfg, [parse_size(s) for s in args.sizes.split(",")], out)
+    print(format_scale_benchmark(scale_rows(record), growth_rows(record)))
+    print(f"\nwrote {out / 'scale.json'}")
+    return 0
 
 
 def _bench_eval(args) -> int:

@@ -322,6 +322,29 @@ def encoder_table(rows: list[dict]):
     return _frame(shown, ENCODER_COLUMNS)
 
 
+def format_scale_benchmark(rows: list[dict], growth: list[dict]) -> str:
+    """A plain-text table of the scale benchmark (:func:`azllm.recipes.scale.scale_rows` and
+    :func:`azllm.recipes.scale.growth_rows`), for the terminal."""
+    lines = [f"{'size':>6s} {'stage':10s} {'seconds':>9s} {'MB/s':>7s} {'peak RSS MiB':>12s} {'kept':>8s}"]
+    for r in rows:
+        kept = f"{r['kept']:.2%}" if r["kept"] is not None else "-"
+        lines.append(
+            f"{r['size']:>6s} {r['stage']:10s} {r['seconds']:9.1f} {r['mb_per_s']:7.2f} {r['peak_rss_mib']:12.0f} "
+            f"{kept:>8s}"
+        )
+    if growth:
+        lines += [
+            "",
+            f"{'stage':10s} {'time exp':>8s} {'RSS exp':>7s} {'RSS x':>6s} {'h 15GB/16c':>10s} {'h 15GB/64c':>10s}",
+        ]
+        for g in growth:
+            lines.append(
+                f"{g['stage']:10s} {g['time_exponent']:8.2f} {g['rss_exponent']:7.2f} {g['rss_ratio']:6.2f} "
+                f"{g['hours_15gb_16_cores']:10.2f} {g['hours_15gb_64_cores']:10.2f}"
+            )
+    return "\n".join(lines)
+
+
 def format_encoder_benchmark(res: dict) -> str:
     """A plain-text table of the encoder benchmark's medians and ratios (:func:`azllm.bench.encoder.benchmark`'s
     result: its ``rows`` of :func:`azllm.bench.encoder.variant_rows`), for the terminal."""

@@ -402,8 +402,12 @@ def fit_line(text: str, max_bytes: int = MAX_LINE_BYTES) -> list[str]:
 
 
 def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool) -> tuple[str, int, int]:
-    """Write the training lines (one document each, long ones split by :func:`fit_line`); returns their sha256,
-    count and bytes."""
+    """Write the training lines, one sentence each (a sentence over SentencePiece's line limit split by
+    :func:`fit_line`); returns their sha256, count and bytes.
+
+    Sentences, not documents, so that ``input_sentence_size`` (the lines SentencePiece samples and holds) bounds
+    its memory in bytes whatever the documents' length: two million sentences of about 100 bytes. A piece never
+    spans a line, and no piece spans the whitespace between sentences either (``split_by_whitespace``)."""
     from .morph import presplit
 
     h = hashlib.sha256()
@@ -415,7 +419,7 @@ def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool)
                 continue
             if affix_presplit:
                 t = presplit(t, PRESPLIT_DELIMITER)
-            for part in fit_line(t):
+            for part in (p for sentence in _SENTENCE_END.split(t) for p in fit_line(sentence)):
                 line = (part + "\n").encode("utf-8")
                 f.write(part + "\n")
                 h.update(line)

@@ -37,6 +37,8 @@ __all__ = [
     "copies",
     "write_mix",
     "split_seen_sentences",
+    "split_sentences",
+    "sentence_3grams",
     "drop_seen_sentences",
     "expected_3grams",
     "SeenShingles",
@@ -218,11 +220,30 @@ def split_seen_sentences(
     (['Bakı 2025-ci ildə böyük şəhərdir.'], ['Sabah hava isti olacaq.'])
     """
     keep, drop = [], []
-    for sentence in _SENTENCE.split(text):
-        w = _DIGITS.sub("0", sentence.lower()).split()
-        grams = [" ".join(w)] if len(w) < 3 else [" ".join(w[i : i + 3]) for i in range(len(w) - 2)]
+    for sentence in split_sentences(text):
+        grams = sentence_3grams(sentence)
         (keep if seen.add_and_share([prefix + g for g in grams]) < threshold else drop).append(sentence)
     return keep, drop
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences the sentence filter judges: ``text`` cut after ``.``, ``!``, ``?`` or ``;`` and whitespace.
+
+    >>> split_sentences("Bakı böyükdür. Hava isti olacaq!")
+    ['Bakı böyükdür.', 'Hava isti olacaq!']
+    """
+    return _SENTENCE.split(text)
+
+
+def sentence_3grams(sentence: str) -> list[str]:
+    """The keys the sentence filter remembers of a sentence: its word 3-grams, lowercased, digit runs as ``0``
+    (the whole sentence when it has fewer than three words).
+
+    >>> sentence_3grams("Bakı 2025-ci ildə böyükdür")
+    ['bakı 0-ci ildə', '0-ci ildə böyükdür']
+    """
+    w = _DIGITS.sub("0", sentence.lower()).split()
+    return [" ".join(w)] if len(w) < 3 else [" ".join(w[i : i + 3]) for i in range(len(w) - 2)]
 
 
 def drop_seen_sentences(text: str, seen: SeenShingles, prefix: str = "", threshold: float = 0.5) -> str:
