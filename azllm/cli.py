@@ -8,6 +8,7 @@ Commands:
                                                                  score one model on evaluate.tasks -> results.json
          [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
     sft PARAMS                                                   instruction tuning (sft section): run, answers, export
+    prefer PARAMS                                                preference tuning after SFT (preference section)
     distill PARAMS                                               a small student of the study's teacher (distill)
     deploy MODEL_FOLDER [--params P] [--out DIR] [--quants Q ...] [--base-tokenizer DIR] [--no-speed]
                                                                  GGUF files for llama.cpp, checked (deploy.json)
@@ -21,6 +22,9 @@ Commands:
     bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
     bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
+    bench scale PARAMS [--sizes 64M,256M,1G] [--stages S] [--out DIR]
+                                                                 every data stage on generated text of growing size
+    bench peers PARAMS [--size 256M] [--rounds N] [--out DIR]    token files: azllm vs datasets.map vs datatrove
     lock-env                                                     write environment.yml from requirements.lock
 
 Each command is a thin call of a recipe (:mod:`azllm.recipes`) or of the report runner (:mod:`azllm.report`); a bad
@@ -76,6 +80,8 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="with --lm-eval-command")
     sf = sub.add_parser("sft", help="instruction tuning of a params file (its sft section): run, answers, export")
     sf.add_argument("params")
+    pf = sub.add_parser("prefer", help="preference tuning after SFT (preference section): pairs, DPO / KTO, judged")
+    pf.add_argument("params")
     di = sub.add_parser("distill", help="knowledge distillation of a small student (distill section)")
     di.add_argument("params")
     de = sub.add_parser("deploy", help="a model folder as GGUF files for llama.cpp, with their checks (deploy.json)")
@@ -130,6 +136,17 @@ def _bench_parsers(b) -> None:
         "--sizes", default="64M,256M,1G", help="comma-separated sizes of generated text (default: %(default)s)"
     )
     sc.add_argument("--out", help="work folder and scale.json (default: artifacts/<run>/scale)")
+    sc.add_argument(
+        "--stages",
+        default="corpus,mix,tokenizer,tokens",
+        help="comma-separated stages to measure; the others keep an earlier "
+        "measurement on the same text (default: %(default)s)",
+    )
+    pe = bs.add_parser("peers", help="token files by azllm, nanoGPT's datasets.map and datatrove, same text and cores")
+    pe.add_argument("params")
+    pe.add_argument("--size", default="256M", help="generated text (default: %(default)s)")
+    pe.add_argument("--rounds", type=int, default=3, help="rounds, each peer once per round (default: %(default)s)")
+    pe.add_argument("--out", help="work folder and peers.json (default: artifacts/<run>/scale)")
     g = bs.add_parser("gpu", help="the GPU benchmark: notebook 04 on params/gpu.yaml into reports/gpu/")
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
@@ -159,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "train": _train,
         "eval": _eval,
         "sft": _sft,
+        "prefer": _prefer,
         "distill": _distill,
         "deploy": _deploy,
         "launch": _launch,
@@ -230,6 +248,19 @@ def _launch(args) -> int:
     except ImportError as e:
         print(f"azllm: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _prefer(args) -> int:
+    """``prefer``: :func:`azllm.recipes.prefer.prefer_command`; prints the run's prefer.json path."""
+    from .recipes import load
+    from .recipes.prefer import prefer_command
+
+    r = prefer_command(load(args.params))
+    if r.get("interrupted"):
+        print(f"interrupted by {r['interrupted']}: a complete checkpoint is in {r['checkpoint']}; run again to resume")
+        return 0
+    print(Path(r["output_dir"]) / "prefer.json")
     return 0
 
 
@@ -360,7 +391,29 @@ def _bench(args) -> int:
         "eval": _bench_eval,
         "sft": _bench_sft,
         "scale": _bench_scale,
+        "peers": _bench_peers,
     }[args.bench](args)
+
+
+def _bench_peers(args) -> int:
+    from .recipes import load
+    from .recipes.paths import Paths
+    from .recipes.scale import parse_size, peers_benchmark
+
+    cfg = load(args.params)
+    out = Path(args.out) if args.out else Paths(cfg).artifacts / "scale"
+    record = peers_benchmark(cfg, parse_size(args.size), out, rounds=args.rounds)
+    print(f"token files on {record['size']} of generated text, {record['cores']} cores, {record['rounds']} rounds")
+    for peer, s in record["peers"].items():
+        lo, hi = s["range"]
+        print(
+            f"{peer:10s} {s['mb_per_s_per_core']:7.3f} MB/s per core ({lo:.3f}-{hi:.3f}), "
+            f"peak RSS {s['peak_rss_mb']:.0f} MiB"
+        )
+    for k, v in record["ratios"].items():
+        print(f"{k:22s} {v:.2f}x")
+    print(f"\nwrote {out / 'peers.json'}")
+    return 0
 
 
 def _bench_scale(args) -> int:
@@ -371,7 +424,8 @@ def _bench_scale(args) -> int:
 
     cfg = load(args.params)
     out = Path(args.out) if args.out else Paths(cfg).artifacts / "scale"
-    record = scale_benchmark(cfg, [parse_size(s) for s in args.sizes.split(",")], out)
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    record = scale_benchmark(cfg, sizes, out, stages=tuple(args.stages.split(",")))
     print(format_scale_benchmark(scale_rows(record), growth_rows(record)))
     print(f"\nwrote {out / 'scale.json'}")
     return 0

@@ -32,11 +32,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .utils import DEFAULT_SEED, json_hash, replace_dir
+import numpy as np
+
+from .utils import DEFAULT_SEED, atomic_write_json, json_hash, replace_dir
 
 __all__ = [
     "load_baseline",
@@ -45,6 +47,10 @@ __all__ = [
     "VocabTooLargeError",
     "VocabTooSmallError",
     "train_tokenizer",
+    "training_lines",
+    "write_sample",
+    "read_lines",
+    "train_sweep",
     "load_tokenizer",
     "TIKTOKEN_NAMES",
     "PRESPLIT_DELIMITER",
@@ -413,21 +419,91 @@ def _write_training_text(texts: Iterable[str], path: Path, affix_presplit: bool)
     h = hashlib.sha256()
     n = size = 0
     with open(path, "w", encoding="utf-8") as f:
-        for t in texts:
-            t = t.replace("\n", " ").strip()
-            if not t:
-                continue
+        for part in training_lines(texts):
             if affix_presplit:
-                t = presplit(t, PRESPLIT_DELIMITER)
-            for part in (p for sentence in _SENTENCE_END.split(t) for p in fit_line(sentence)):
-                line = (part + "\n").encode("utf-8")
-                f.write(part + "\n")
-                h.update(line)
-                n += 1
-                size += len(line)
+                part = presplit(part, PRESPLIT_DELIMITER)
+            line = (part + "\n").encode("utf-8")
+            f.write(part + "\n")
+            h.update(line)
+            n += 1
+            size += len(line)
     if n == 0:
         raise TokenizerError("empty corpus: no non-empty line to train a tokenizer on")
     return h.hexdigest(), n, size
+
+
+def training_lines(texts: Iterable[str]) -> Iterator[str]:
+    """The lines a tokenizer trains on: one sentence each (cut after ``.!?;:`` and whitespace), a sentence over
+    SentencePiece's line limit split by :func:`fit_line`.
+
+    >>> list(training_lines(["Bakı böyükdür. Gəncə qədimdir.", "", "Salam"]))
+    ['Bakı böyükdür.', 'Gəncə qədimdir.', 'Salam']
+    """
+    for t in texts:
+        t = t.replace("\n", " ").strip()
+        if t:
+            for sentence in _SENTENCE_END.split(t):
+                yield from fit_line(sentence)
+
+
+def write_sample(texts: Iterable[str], path: str | os.PathLike, *, max_lines: int, seed: int = DEFAULT_SEED) -> dict:
+    """One seeded sample of at most ``max_lines`` training lines (:func:`training_lines`) of ``texts``, in their
+    order, written to ``path`` (with ``<path>.json``: lines, bytes and the sha256 of all the input's lines). The
+    input is read once into a temporary file (memory stays flat), then the chosen lines are copied. An existing
+    sample of the same input, size and seed is kept as it is. ``max_lines`` 0: every line.
+
+    Which lines are chosen depends only on the number of lines and the seed, so the sweep and the main tokenizer,
+    given the same documents, train on the same sample.
+
+    >>> write_sample(docs, "artifacts/default/tokenizer_sample.txt", max_lines=2_000_000)  # doctest: +SKIP
+    {'input_lines': 181034, 'lines': 181034, 'bytes': 9817210, 'input_sha256': '…', 'max_lines': 2000000, 'seed': 0}
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta_path = path.with_name(path.name + ".json")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.all")
+    h, n = hashlib.sha256(), 0
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for line in training_lines(texts):
+                data = line + "\n"
+                f.write(data)
+                h.update(data.encode("utf-8"))
+                n += 1
+        if n == 0:
+            raise TokenizerError("empty corpus: no non-empty line to train a tokenizer on")
+        want = {"input_lines": n, "input_sha256": h.hexdigest(), "max_lines": int(max_lines), "seed": int(seed)}
+        try:
+            old = json.loads(meta_path.read_text())
+            if {k: old.get(k) for k in want} == want and path.is_file():
+                return old
+        except (OSError, ValueError):
+            pass
+        keep = None
+        if max_lines and n > max_lines:
+            keep = np.zeros(n, dtype=bool)
+            keep[np.random.default_rng(seed).choice(n, size=int(max_lines), replace=False)] = True
+        lines = size = 0
+        out_tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, encoding="utf-8") as src, open(out_tmp, "w", encoding="utf-8") as dst:
+            for i, line in enumerate(src):
+                if keep is None or keep[i]:
+                    dst.write(line)
+                    lines += 1
+                    size += len(line.encode("utf-8"))
+        os.replace(out_tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    meta = {**want, "lines": lines, "bytes": size}
+    atomic_write_json(meta_path, meta)
+    return meta
+
+
+def read_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a text file, lazily (a sample of :func:`write_sample`, to train on)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield line.rstrip("\n")
 
 
 def train_tokenizer(
@@ -638,9 +714,17 @@ def variant_name(opts: dict) -> str:
 
 
 def train_sweep(
-    docs: list[str], out_root: str | os.PathLike, options: list[dict], progress: bool = True
+    docs: Iterable[str],
+    out_root: str | os.PathLike,
+    options: list[dict],
+    progress: bool = True,
+    sample: str | os.PathLike | None = None,
 ) -> tuple[dict[str, Path], dict[str, str]]:
-    """Train every variant of ``options`` on ``docs`` into ``out_root/<variant name>``.
+    """Train every variant of ``options`` on one sample of ``docs`` into ``out_root/<variant name>``.
+
+    The sample (:func:`write_sample`: ``input_sentence_size`` lines of the options, seeded by their seed) is written
+    once, to ``sample`` (default ``out_root/sample.txt``), and every variant trains on it, so the sweep reads the
+    corpus once, not once per variant.
 
     Returns ``(trained, skipped)``: name -> folder for the variants trained (or reused: see
     :func:`train_tokenizer`), and name -> reason for the variants whose vocabulary the corpus cannot fill
@@ -649,10 +733,18 @@ def train_sweep(
     from .utils import progress as progress_bar
 
     out, skipped = {}, {}
+    if not options:
+        return out, skipped
+    sizes = {(o.get("input_sentence_size", 0), o.get("seed", DEFAULT_SEED)) for o in options}
+    if len(sizes) != 1:
+        raise TokenizerError(f"a sweep shares one sample: its options differ in (input_sentence_size, seed) {sizes}")
+    max_lines, seed = sizes.pop()
+    sample = Path(sample) if sample is not None else Path(out_root) / "sample.txt"
+    write_sample(docs, sample, max_lines=max_lines, seed=seed)
     for opts in progress_bar(options, desc="training tokenizers", disable=not progress):
         name = variant_name(opts)
         try:
-            out[name] = train_tokenizer(docs, Path(out_root) / name, **opts)
+            out[name] = train_tokenizer(read_lines(sample), Path(out_root) / name, **opts)
         except VocabTooLargeError as e:
             skipped[name] = str(e)
     return out, skipped

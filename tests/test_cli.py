@@ -28,9 +28,12 @@ SUBCOMMANDS = [
     ["bench", "eval"],
     ["lock-env"],
     ["sft"],
+    ["prefer"],
     ["distill"],
     ["deploy"],
     ["bench", "sft"],
+    ["bench", "scale"],
+    ["bench", "peers"],
 ]
 
 

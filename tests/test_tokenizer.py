@@ -205,3 +205,51 @@ def test_a_document_longer_than_a_sentencepiece_line_is_trained_on(docs, tmp_pat
 
     sp = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
     assert sp.piece_to_id("▁Zümrüdqalası") != sp.unk_id()
+
+
+def test_training_lines_are_sentences_so_the_sample_bounds_memory(docs, tmp_path):
+    """SentencePiece samples and holds ``input_sentence_size`` lines: lines are sentences, not documents, so a
+    corpus of long documents does not make the sample (and the memory) grow with it."""
+    import json
+
+    doc = " ".join(f"Cümlə nömrə {i} buradadır." for i in range(50))
+    folder = train_tokenizer([*docs[:100], doc], tmp_path / "t", vocab_size=500, model_type="unigram")
+    meta = json.loads((folder / "azllm_tokenizer.json").read_text())
+    from azllm.corpus.mix import split_sentences
+
+    want = sum(len(split_sentences(d.replace("\n", " ").strip())) for d in [*docs[:100], doc] if d.strip())
+    assert meta["corpus_lines"] >= want - 5 > 100 + 40
+
+
+def test_one_seeded_sample_bounds_the_lines_and_is_kept(docs, tmp_path):
+    from azllm.tokenizer import read_lines, training_lines, write_sample
+
+    every = list(training_lines(docs))
+    a = write_sample(docs, tmp_path / "a.txt", max_lines=500, seed=1)
+    lines = list(read_lines(tmp_path / "a.txt"))
+    assert a["lines"] == len(lines) == 500 < a["input_lines"] == len(every)
+    pos = [every.index(x) for x in lines[:50]]
+    assert pos == sorted(pos)  # in input order
+    write_sample(iter(docs), tmp_path / "b.txt", max_lines=500, seed=1)
+    write_sample(docs, tmp_path / "c.txt", max_lines=500, seed=2)
+    assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes() != (tmp_path / "c.txt").read_bytes()
+    stamp = (tmp_path / "a.txt").stat().st_mtime_ns
+    assert write_sample(docs, tmp_path / "a.txt", max_lines=500, seed=1) == a  # the same input: kept
+    assert (tmp_path / "a.txt").stat().st_mtime_ns == stamp
+    assert write_sample(docs, tmp_path / "d.txt", max_lines=0)["lines"] == len(every)
+
+
+def test_the_sweep_trains_every_variant_on_one_sample(docs, tmp_path):
+    import json
+
+    from azllm.tokenizer import train_sweep
+
+    opts = [{"vocab_size": v, "model_type": "unigram", "input_sentence_size": 400, "seed": 0} for v in (300, 400)]
+    trained, skipped = train_sweep(docs, tmp_path, opts, progress=False)
+    assert len(trained) == 2 and not skipped
+    meta = json.loads((tmp_path / "sample.txt.json").read_text())
+    assert meta["lines"] == 400
+    for folder in trained.values():
+        assert json.loads((folder / "azllm_tokenizer.json").read_text())["corpus_lines"] == 400
+    with pytest.raises(TokenizerError, match="one sample"):
+        train_sweep(docs, tmp_path, [opts[0], {**opts[1], "seed": 1}], progress=False)

@@ -1,6 +1,7 @@
 """Encoding a corpus into token files (azllm.tokens.encode): the round trip, the per-document split, a skipped
 re-run, bad input, the source reader and corpus statistics, an interrupted run."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from tokens_helpers import REPO, _split_docs, _word_level, corpus, encoded, tok, tok2  # noqa: F401
 
-from azllm.tokens import HEADER_SIZE, TokenFile, TokenFileError, encode_corpus, split_of
+from azllm.tokens import TokenFile, TokenFileError, encode_corpus, split_of
 from conftest import FIXTURES
 
 
@@ -110,27 +111,30 @@ _CHILD = textwrap.dedent("""
     from azllm.tokens import encode_corpus
     tok = load_tokenizer(sys.argv[1])
     docs = Path(sys.argv[3]).read_text(encoding="utf-8").splitlines()
-    def endless():
-        i = 0
-        while True:  # never ends: the parent kills this process mid-way
+    repeat = int(sys.argv[4])
+    def slow():
+        for i in range(len(docs) * repeat):  # slowed down: the parent kills this process mid-way
             yield docs[i % len(docs)]
-            i += 1
             if i % 200 == 0:
                 time.sleep(0.01)
-    encode_corpus(endless(), tok, sys.argv[2], chunk_docs=64, num_workers=2, progress=False)
+    encode_corpus(slow(), tok, sys.argv[2], chunk_docs=64, num_workers=2, part_chars=40_000, progress=False)
 """)
 
 
-def _kill_mid_encode(tok, out: Path, docs_file: Path) -> None:
-    p = subprocess.Popen([sys.executable, "-c", _CHILD, tok.path, str(out), str(docs_file)], stderr=subprocess.PIPE)
+def _kill_mid_encode(tok, out: Path, docs_file: Path, *, parts: int = 0, repeat: int = 1000) -> None:
+    """Start an encoding process and SIGKILL it once ``parts`` parts are complete and the next part's temporary ids
+    pass 100 KB (``parts=0``) or exist."""
+    args = [sys.executable, "-c", _CHILD, tok.path, str(out), str(docs_file), str(repeat)]
+    p = subprocess.Popen(args, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     try:
         while time.time() < deadline:
-            tmps = list(out.glob(".train.bin.*.tmp"))
-            if tmps and tmps[0].stat().st_size > HEADER_SIZE + 100_000:
+            tmps = list(out.glob(".parts/*/.part-*.train.bin.*.tmp"))
+            done = len(list(out.glob(".parts/*/part-*.json")))
+            if tmps and done >= parts and (parts or tmps[0].stat().st_size > 100_000):
                 break
             assert p.poll() is None, p.stderr.read().decode()[-2000:]
-            time.sleep(0.05)
+            time.sleep(0.02)
         else:
             raise AssertionError("the child never wrote its temporary file")
     finally:
@@ -144,14 +148,74 @@ def test_interrupted_encode_leaves_no_final_file_and_rerun_completes(corpus, tok
     docs_file.write_text("\n".join(corpus), encoding="utf-8")
     out = tmp_path / "out"
     _kill_mid_encode(tok, out, docs_file)
-    assert list(out.glob(".*.tmp")), "the killed run was writing temporary files"
-    for name in ("train.bin", "val.bin", "tokens.json"):
+    assert list(out.glob(".parts/*/.*.tmp")), "the killed run was writing temporary files"
+    for name in ("train.bin", "val.bin", "train.idx", "tokens.json"):
         assert not (out / name).exists()
     r = encode_corpus(corpus, tok, out, progress=False)
-    assert not r["skipped"] and not list(out.glob(".*.tmp"))  # the dead run's temporaries are cleaned up
+    assert not r["skipped"] and not list(out.rglob(".*.tmp"))  # the dead run's temporaries are cleaned up
+    assert not (out / ".parts").exists()
     assert TokenFile(r["train"], tok).n_docs == r["train_docs"]
-    before = {n: (out / n).read_bytes() for n in ("train.bin", "val.bin")}
+    before = {n: (out / n).read_bytes() for n in ("train.bin", "val.bin", "train.idx", "val.idx")}
     _kill_mid_encode(tok, out, docs_file)  # a killed re-run leaves the earlier complete files intact
-    assert {n: (out / n).read_bytes() for n in ("train.bin", "val.bin")} == before
+    assert {n: (out / n).read_bytes() for n in before} == before
     again = encode_corpus(corpus, tok, out, progress=False)
     assert again["skipped"] and not list(out.glob(".*.tmp"))
+
+
+def _slow_docs(corpus: list[str], repeat: int) -> list[str]:
+    return [corpus[i % len(corpus)] for i in range(len(corpus) * repeat)]
+
+
+def test_killed_encode_resumes_to_byte_identical_files(corpus, tok, tmp_path):
+    docs_file = tmp_path / "docs.txt"
+    docs_file.write_text("\n".join(corpus), encoding="utf-8")
+    docs = _slow_docs(corpus, 3)
+    kw = dict(chunk_docs=64, num_workers=2, part_chars=40_000, progress=False)
+    whole = encode_corpus(docs, tok, tmp_path / "whole", **kw)
+    out = tmp_path / "resumed"
+    _kill_mid_encode(tok, out, docs_file, parts=3, repeat=3)
+    done = len(list(out.glob(".parts/*/part-*.json")))
+    assert done >= 3
+    r = encode_corpus(docs, tok, out, **kw)
+    assert done <= r["resumed_parts"] < json.loads((out / "tokens.json").read_text())["parts"]
+    for name in ("train.bin", "val.bin", "train.idx", "val.idx"):
+        assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    assert r["key"] == whole["key"] and not (out / ".parts").exists()
+
+
+def test_changed_input_is_encoded_again_from_the_first_changed_part(corpus, tok, tmp_path):
+    docs = _slow_docs(corpus, 2)
+    kw = dict(chunk_docs=64, num_workers=1, part_chars=40_000, progress=False)
+
+    def dying(items, stop):
+        for i, d in enumerate(items):
+            if i == stop:
+                raise KeyboardInterrupt
+            yield d
+
+    out = tmp_path / "t"
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(dying(docs, len(docs) // 2), tok, out, **kw)
+    held = len(list(out.glob(".parts/*/part-*.json")))
+    assert held >= 2
+    changed = list(docs)
+    changed[64 * 3] = "Tamamilə başqa bir sənəd."  # in the second part or later, not the first
+    r = encode_corpus(changed, tok, out, **kw)
+    fresh = encode_corpus(changed, tok, tmp_path / "fresh", **kw)
+    assert 1 <= r["resumed_parts"] < held
+    assert (out / "train.bin").read_bytes() == fresh["train"].read_bytes()
+
+
+def test_document_index_marks_every_document_end(tok, encoded, tmp_path):
+    import shutil
+
+    for split in ("train", "val"):
+        tf = TokenFile(encoded[split], tok)
+        ends = tf.doc_ends()
+        assert len(ends) == tf.n_docs and int(ends[-1]) == tf.n_tokens
+        assert (np.asarray(tf.tokens)[ends.astype(np.int64) - 1] == tok.eos_id).all()
+        assert [len(d) for d in _split_docs(tf)] == np.diff(np.concatenate([[0], ends])).tolist()
+    copy = shutil.copy(encoded["train"], tmp_path / "train.bin")  # a truncated index is refused
+    (tmp_path / "train.idx").write_bytes(Path(encoded["train_index"]).read_bytes()[:-8])
+    with pytest.raises(TokenFileError, match="re-encode"):
+        TokenFile(copy, tok).doc_ends()

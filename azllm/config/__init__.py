@@ -58,6 +58,7 @@ from .data import (
 from .distill import DeployConfig, DistillConfig
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
+from .prefer import PreferenceConfig
 from .sft import SftConfig, SftSourceConfig, SftVariant
 from .training import (
     AdaptConfig,
@@ -108,6 +109,7 @@ __all__ = [
     "LocalTaskConfig",
     "ProbeConfig",
     "SftConfig",
+    "PreferenceConfig",
     "SftSourceConfig",
     "SftVariant",
     "DistillConfig",
@@ -169,6 +171,8 @@ class Config(Section):
     """The SageMaker training job of ``python -m azllm launch``."""
     sft: SftConfig = Field(default_factory=SftConfig)
     """Instruction tuning (notebook 07, ``azllm sft``)."""
+    preference: PreferenceConfig = Field(default_factory=PreferenceConfig)
+    """Preference tuning after SFT (``azllm prefer``)."""
     distill: DistillConfig = Field(default_factory=DistillConfig)
     """Knowledge distillation of a small student (notebook 08, ``azllm distill``)."""
     deploy: DeployConfig = Field(default_factory=DeployConfig)

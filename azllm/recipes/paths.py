@@ -79,6 +79,12 @@ class Paths:
         """The tokenizer sweep (one folder per variant)."""
         return self.artifacts / "tokenizers"
 
+    @property
+    def tokenizer_sample(self) -> Path:
+        """The seeded sample of training sentences the sweep and the run's tokenizer train on
+        (:func:`azllm.tokenizer.write_sample`)."""
+        return self.artifacts / "tokenizer_sample.txt"
+
     def recipe_step(self, i: int) -> Path:
         """The tokenizer of step ``i`` of the "what each change bought" table."""
         return self.artifacts / "recipe" / f"step{i}"
@@ -121,6 +127,11 @@ class Paths:
     def sft(self) -> Path:
         """Instruction tuning's work folder (runs, exports, the base of notebook 07)."""
         return self.artifacts / "sft"
+
+    @property
+    def preference(self) -> Path:
+        """Preference tuning's work folder (runs, answers, the export)."""
+        return self.artifacts / "preference"
 
     @property
     def distill(self) -> Path:

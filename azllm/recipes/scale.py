@@ -39,12 +39,15 @@ __all__ = [
     "scale_rows",
     "growth_rows",
     "scale_figure",
+    "peers_benchmark",
+    "scale_markdown",
 ]
 
 STAGES = ("corpus", "mix", "tokenizer", "tokens")
 PARALLEL = {"corpus": True, "mix": False, "tokenizer": False, "tokens": True}
 """Whether a stage's time divides by the cores (its work is split over processes or threads)."""
 TARGET_MB = 15_000
+NO_CAPS = {"max_bytes": None, "max_bytes_per_file": None, "max_lines": None}
 
 
 def parse_size(text: str) -> int:
@@ -67,11 +70,11 @@ def _label(size: int) -> str:
 
 
 def scale_config(cfg: Config, text_dir: str | os.PathLike, label: str) -> Config:
-    """The params of one size: the generated files as ``data.train``, no mix caps, weights or total."""
+    """The params of one size: the generated files, whole, as ``data.train``; no mix caps, weights or total."""
     return derive(
         cfg,
         run_name=f"scale-{label}",
-        data={"train": {"path": str(Path(text_dir).resolve() / "gen_*.txt"), "hub": None, "max_bytes": None}},
+        data={"train": {"path": str(Path(text_dir).resolve() / "gen_*.txt"), "hub": None, **NO_CAPS}},
         corpus={"enabled": True, "mix": {"caps": {}, "weights": {}, "total_bytes": None}},
         tokens={"tokenizer": None},
     )
@@ -147,7 +150,9 @@ def stage_job(job: dict) -> dict:
 def scale_benchmark(
     cfg: Config, sizes: list[int], out: str | os.PathLike, *, timeout_s: float = 4 * 3600, stages=STAGES
 ) -> dict:
-    """Every stage at every size (smallest first), each in a fresh process; writes and returns ``<out>/scale.json``.
+    """Every stage of ``stages`` at every size (smallest first), each in a fresh process; writes and returns
+    ``<out>/scale.json``. A stage not in ``stages`` keeps its measurement from an earlier ``scale.json`` in ``out``
+    on the same generated text (each stage records the git commit it was measured at).
 
     >>> cfg = load_params("params/default.yaml")  # doctest: +SKIP
     >>> r = scale_benchmark(cfg, [64 << 20, 1 << 30], "artifacts/bench/scale")  # doctest: +SKIP
@@ -156,12 +161,16 @@ def scale_benchmark(
     """
     from ..bench.process import load_warning, ok_or_raise, run_fresh
     from ..bench.scale import generate_text, growth
-    from ..utils import atomic_write_json, log_stream, machine_info
+    from ..utils import atomic_write_json, git_commit, log_stream, machine_info
 
     out = Path(out).resolve()
     model_files = [str(f) for f in resolve(cfg, cfg.data.train).files]
     if not model_files:
         raise ValueError("bench scale fits its text generator on data.train's local files; none matched")
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; the stages are {list(STAGES)}")
+    earlier = _earlier_runs(out / "scale.json")
     runs, loads = [], []
     for size in sorted(sizes):
         label = _label(size)
@@ -170,8 +179,11 @@ def scale_benchmark(
         gen_s = time.perf_counter() - t0
         sized = scale_config(cfg, out / "text" / label, label)
         row = {"size": label, "bytes": gen["bytes"], "docs": gen["docs"], "sentences": gen["sentences"]}
-        row["generate_seconds"] = gen_s
-        for stage in stages:
+        row["text_key"], row["generate_seconds"] = gen["key"], gen_s
+        old = earlier.get(label, {})
+        if old.get("text_key") == gen["key"]:  # the same text: stages not measured now keep their measurement
+            row.update({k: v for k, v in old.items() if k in STAGES and k not in stages})
+        for stage in (s for s in STAGES if s in stages):
             loads.append(os.getloadavg()[0])
             print(f"bench scale: {label} {stage}", file=log_stream(), flush=True)
             r = run_fresh(
@@ -183,8 +195,10 @@ def scale_benchmark(
             ok_or_raise(r, f"bench scale {label} {stage}")
             loads.append(os.getloadavg()[0])
             row[stage] = {k: v for k, v in r.items() if k not in ("status", "returncode")}
+            row[stage]["commit"] = git_commit()
         runs.append(row)
     record = {"sizes": runs, "machine": machine_info(), **load_warning(loads)}
+    stages = [s for s in STAGES if all(s in r for r in runs)]
     if len(runs) >= 2:
         mb = [r["bytes"] / 1e6 for r in runs]
         record["growth"] = {}
@@ -200,6 +214,14 @@ def scale_benchmark(
             }
     atomic_write_json(out / "scale.json", record)
     return record
+
+
+def _earlier_runs(path: Path) -> dict:
+    """The per-size rows of an earlier ``scale.json``, by size label (none when there is none)."""
+    try:
+        return {r["size"]: r for r in json.loads(path.read_text())["sizes"]}
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def _extrapolated(fit: dict, stage: str, cores: int) -> dict:
@@ -256,3 +278,114 @@ def scale_figure(record: dict):
     axes[0].legend()
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------------------------------------------- peers
+
+
+def peers_benchmark(cfg: Config, size: int, out: str | os.PathLike, *, rounds: int = 3) -> dict:
+    """Token files by azllm, nanoGPT's ``datasets.map`` and datatrove's ``DocumentTokenizer``
+    (:mod:`azllm.bench.peers`) on the same generated text of ``size`` and the tokenizer the scale run trained on
+    it (trained first when missing), ``rounds`` rounds in rotating order; writes and returns ``<out>/peers.json``
+    with each peer's median and range, and azllm's speed over each peer's (per core: the same cores for all)."""
+    import shutil
+    import statistics
+
+    from ..bench.peers import PEERS
+    from ..bench.process import load_warning, ok_or_raise, run_fresh
+    from ..bench.scale import generate_text
+    from ..utils import atomic_write_json, log_stream, machine_info
+
+    out = Path(out).resolve()
+    label = _label(size)
+    model_files = [str(f) for f in resolve(cfg, cfg.data.train).files]
+    gen = generate_text(model_files, out / "text" / label, size, seed=cfg.seed)
+    sized = scale_config(cfg, out / "text" / label, label)
+    env = {ARTIFACTS_ENV: str(out / "artifacts")}
+    folder = out / "artifacts" / sized.run_name / "tokenizer"
+    if not (folder / "tokenizer.json").is_file():
+        ok_or_raise(
+            run_fresh("azllm.recipes.scale:stage_job", {"config": sized.to_dict(), "stage": "tokenizer"}, env=env),
+            "tokenizer",
+        )
+    eos = json.loads((folder / "tokenizer_config.json").read_text())["eos_token"]
+    files = sorted(str(p) for p in (out / "text" / label).glob("gen_*.txt"))
+    cores = os.cpu_count() or 1
+    runs: dict[str, list[dict]] = {p: [] for p in PEERS}
+    loads = []
+    for r in range(rounds):
+        for peer in PEERS[r % len(PEERS) :] + PEERS[: r % len(PEERS)]:
+            work = out / "peers" / peer
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            print(f"bench peers: round {r} {peer}", file=log_stream(), flush=True)
+            loads.append(os.getloadavg()[0])
+            job = {"files": files, "tokenizer": str(folder), "eos_token": eos, "out": str(work), "cores": cores}
+            res = ok_or_raise(run_fresh(f"azllm.bench.peers:encode_{peer}", job, timeout_s=3600), f"peer {peer}")
+            loads.append(os.getloadavg()[0])
+            runs[peer].append({k: v for k, v in res.items() if k not in ("status", "returncode")})
+            shutil.rmtree(work, ignore_errors=True)
+    summary = {}
+    for peer, rs in runs.items():
+        speeds = [x["mb_per_s_per_core"] for x in rs]
+        summary[peer] = {
+            "mb_per_s_per_core": statistics.median(speeds),
+            "range": [min(speeds), max(speeds)],
+            "peak_rss_mb": statistics.median(x["peak_rss_mb"] for x in rs),
+            "tokens": rs[0]["tokens"],
+        }
+    base = summary["azllm"]["mb_per_s_per_core"]
+    ratios = {f"azllm_vs_{p}": base / summary[p]["mb_per_s_per_core"] for p in PEERS if p != "azllm"}
+    record = {
+        "size": label,
+        "bytes": gen["bytes"],
+        "cores": cores,
+        "rounds": rounds,
+        "peers": summary,
+        "ratios": ratios,
+        "runs": runs,
+        "machine": machine_info(),
+        **load_warning(loads),
+    }
+    atomic_write_json(out / "peers.json", record)
+    return record
+
+
+def scale_markdown(record: dict, peers: dict | None = None) -> str:
+    """The tables of docs/scale.md from a recorded ``scale.json`` (and ``peers.json``): each stage at each size,
+    then each stage's growth and its extrapolation, then the peers. The docs hold exactly this text (a test
+    renders it from the committed records)."""
+    from ..utils import significant
+
+    lines = ["| size | stage | seconds | MB/s | peak RSS (MiB) | kept |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in scale_rows(record):
+        kept = f"{r['kept']:.2%}" if r["kept"] is not None else ""
+        lines.append(
+            f"| {r['size']} | {r['stage']} | {r['seconds']:.1f} | {r['mb_per_s']:.2f} | {r['peak_rss_mib']:.0f} "
+            f"| {kept} |"
+        )
+    lines += [
+        "",
+        "| stage | time exponent | peak RSS exponent | peak RSS largest / smallest | hours for 15 GB, 16 cores "
+        "| hours for 15 GB, 64 cores |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for g in growth_rows(record):
+        lines.append(
+            f"| {g['stage']} | {g['time_exponent']:.2f} | {g['rss_exponent']:.2f} | {g['rss_ratio']:.2f} "
+            f"| {significant(g['hours_15gb_16_cores'], 2)} | {significant(g['hours_15gb_64_cores'], 2)} |"
+        )
+    if peers:
+        lines += [
+            "",
+            "| token files | MB/s per core, median (range) | peak RSS (MiB) | tokens | azllm's speed over it |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for peer, s in peers["peers"].items():
+            lo, hi = s["range"]
+            ratio = peers["ratios"].get(f"azllm_vs_{peer}")
+            lines.append(
+                f"| {peer} | {s['mb_per_s_per_core']:.2f} ({lo:.2f}-{hi:.2f}) | {s['peak_rss_mb']:.0f} "
+                f"| {s['tokens']:,} | {f'{ratio:.2f}x' if ratio else ''} |"
+            )
+    return "\n".join(lines)

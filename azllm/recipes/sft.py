@@ -53,6 +53,10 @@ __all__ = [
     "main_record",
     "samples",
     "sft_benchmark",
+    "eval_texts",
+    "model_kwargs",
+    "lora_kwargs",
+    "scored_answers",
 ]
 
 
@@ -145,7 +149,7 @@ def sft_tokenizer(cfg: Config, base: str):
 # ------------------------------------------------------------------------------------------------------ data
 
 
-def _eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
+def eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
     """The evaluation texts decontaminated against, by name (``data.eval``, ``sft.decontaminate_extra`` and the
     local evaluation tasks of ``evaluate.tasks``), and the notes on sources not found."""
     from ..data import DataError, iter_documents
@@ -209,7 +213,7 @@ def sft_data(cfg: Config, tokenizer) -> dict:
     held += tests
     notes: list[str] = []
     if s.decontaminate:
-        texts, notes = _eval_texts(cfg)
+        texts, notes = eval_texts(cfg)
         train, x_counts = decontaminate(train, held_out=held, eval_texts=texts, n=s.decontaminate_ngram)
     else:
         x_counts = {"held_out": 0, "examples": {}}
@@ -293,7 +297,9 @@ def data_rows(counts: dict) -> list[dict]:
 # ------------------------------------------------------------------------------------------------------ runs
 
 
-def _model_kw(cfg: Config) -> dict:
+def model_kwargs(cfg: Config) -> dict:
+    """The keyword arguments of :func:`azllm.sft.train.prepare_model` from the ``model`` section (and SFT's
+    gradient checkpointing); preference tuning builds its model the same way."""
     m = cfg.model
     return dict(
         dtype=m.dtype,
@@ -306,7 +312,8 @@ def _model_kw(cfg: Config) -> dict:
     )
 
 
-def _lora_kw(cfg: Config) -> dict:
+def lora_kwargs(cfg: Config) -> dict:
+    """The keyword arguments of :func:`azllm.sft.train.lora_config` from ``model.lora`` and ``model.new_rows``."""
     lo = cfg.model.lora
     return dict(
         r=lo.r,
@@ -341,8 +348,8 @@ def sft_run(
     desc = {
         "base": str(base),
         "method": method,
-        **_model_kw(cfg),
-        **(_lora_kw(cfg) if method != "full" else {}),
+        **model_kwargs(cfg),
+        **(lora_kwargs(cfg) if method != "full" else {}),
         "template": template["template"],
         "chat_template": tokenizer.chat_template,
     }
@@ -353,8 +360,8 @@ def sft_run(
         return done
     seed_everything(cfg.seed)
     new_ids = template["added_tokens"]
-    model, info = prepare_model(base, method=method, new_token_ids=new_ids, **_model_kw(cfg))
-    peft = lora_config(model, new_token_ids=new_ids, **_lora_kw(cfg)) if method != "full" else None
+    model, info = prepare_model(base, method=method, new_token_ids=new_ids, **model_kwargs(cfg))
+    peft = lora_config(model, new_token_ids=new_ids, **lora_kwargs(cfg)) if method != "full" else None
     return run_sft(
         model,
         tokenizer,
@@ -393,13 +400,13 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
     got = {
         "key": result["key"],
         "max_new_tokens": cfg.sft.max_new_tokens,
-        **_scored_answers(cfg, _trained(result, base, template), tokenizer, template, data),
+        **scored_answers(cfg, _trained(result, base, template), tokenizer, template, data),
     }
     atomic_write_json(path, got)
     return got
 
 
-def _scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -> dict:
+def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -> dict:
     """``{"rows", "chrf++", "stopped_share"}``: greedy answers to the held-out instructions, each with its chrF++."""
     from ..sft.generate import chrf_scores, generate_answers
 
@@ -447,7 +454,7 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
         return json.loads(path.read_text())
     model = load_base(base, torch.float32).eval()
     add_token_rows(model, list(template["added_tokens"]))
-    got = {"key": key, **_scored_answers(cfg, model, tokenizer, template, data)}
+    got = {"key": key, **scored_answers(cfg, model, tokenizer, template, data)}
     atomic_write_json(path, got)
     return got
 
@@ -608,7 +615,7 @@ def sft_benchmark(
         base=base,
         conversations=data["train"],
         method=cfg.sft.method,
-        lora=_lora_kw(cfg) if cfg.sft.method != "full" else {},
+        lora=lora_kwargs(cfg) if cfg.sft.method != "full" else {},
         spec=spec,
         template=cfg.sft.template,
         rounds=rounds,

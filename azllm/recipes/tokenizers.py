@@ -84,10 +84,11 @@ def sweep_options(cfg: Config) -> list[dict]:
 
 
 def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
-    """The sweep, trained (or reused) into :attr:`Paths.tokenizers`: ``(trained, skipped)``."""
+    """The sweep, trained (or reused) into :attr:`Paths.tokenizers` on one sample of ``docs``
+    (:attr:`Paths.tokenizer_sample`, shared with :func:`main_tokenizer`): ``(trained, skipped)``."""
     from ..tokenizer import train_sweep
 
-    return train_sweep(docs, Paths(cfg).tokenizers, sweep_options(cfg))
+    return train_sweep(docs, Paths(cfg).tokenizers, sweep_options(cfg), sample=Paths(cfg).tokenizer_sample)
 
 
 def baselines(cfg: Config, names: list[str] | None = None) -> dict:
@@ -116,9 +117,10 @@ def baselines(cfg: Config, names: list[str] | None = None) -> dict:
 def main_tokenizer(cfg: Config, docs: list[str] | None = None):
     """The run's tokenizer (token files, model): ``tokens.tokenizer`` when set (any spec of
     :func:`azllm.tokenizer.load_tokenizer`, relative paths under the data root), else trained (or reused) with the
-    ``tokenizer`` options on :func:`training_source` into :attr:`Paths.tokenizer`. Pass ``docs`` (the training
-    source's documents) to avoid reading the corpus again."""
-    from ..tokenizer import load_tokenizer, train_tokenizer
+    ``tokenizer`` options on :func:`training_source` into :attr:`Paths.tokenizer`, from the same seeded sample of
+    ``input_sentence_size`` sentences as the sweep (:attr:`Paths.tokenizer_sample`, written once per input). Pass
+    ``docs`` (the training source's documents) to avoid reading the corpus again."""
+    from ..tokenizer import load_tokenizer, read_lines, train_tokenizer, write_sample
 
     spec = cfg.tokens.tokenizer
     if spec:
@@ -126,7 +128,10 @@ def main_tokenizer(cfg: Config, docs: list[str] | None = None):
         return load_tokenizer(str(local) if local is not None else spec)
     if docs is None:
         docs = azdata.iter_documents(training_source(cfg))
-    folder = train_tokenizer(docs, Paths(cfg).tokenizer, **tokenizer_options(cfg))
+    opts = tokenizer_options(cfg)
+    sample = Paths(cfg).tokenizer_sample
+    write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
+    folder = train_tokenizer(read_lines(sample), Paths(cfg).tokenizer, **opts)
     return load_tokenizer(folder, name=f"{cfg.run_name}-main")
 
 

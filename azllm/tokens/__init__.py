@@ -12,8 +12,10 @@ File format (version 1). Each ``.bin`` file is a 1024-byte header followed by th
     ... zeros up to byte 1024, then n_tokens ids in ``dtype`` (little-endian), documents one after the other,
     each followed by the EOS id.
 
-``head -c 1024 train.bin`` shows the header. The sidecar ``tokens.json`` (written last) repeats both headers and
-adds what is not needed to read a file (inputs, timings). Decisions:
+``head -c 1024 train.bin`` shows the header. Beside each ``.bin``, ``train.idx`` / ``val.idx`` is the document
+index: one little-endian uint64 per document, the position just after its EOS (:meth:`TokenFile.doc_ends`). The
+sidecar ``tokens.json`` (written last) repeats both headers and adds what is not needed to read a file (inputs,
+timings, parts). Decisions:
 
 - **dtype**: ``uint16`` when ``vocab_size <= 65536`` (ids 0..65535), otherwise ``uint32`` (:func:`token_dtype`).
 - **EOS after every document**, so the model sees where documents end and windows may cross them knowingly.
@@ -31,9 +33,17 @@ adds what is not needed to read a file (inputs, timings). Decisions:
   nothing is read at all. (2) When ``docs`` is re-iterable (a list, or a zero-argument callable returning a fresh
   iterator), a hash-only pass (no tokenization) decides. A one-shot generator without ``inputs`` is encoded again;
   if the result has the same key the existing files are kept untouched.
-- **Atomic**: ids are written to ``.<name>.<pid>.tmp`` beside the final files and renamed at the end (val, then
-  train, then the sidecar). A killed run leaves only temporary files, which the next run deletes when their
-  process is gone; each final file is always complete and self-describing.
+- **Resumable**: the documents are encoded in parts of about ``part_chars`` characters (64 Mi by default) into
+  ``.parts/<run>/`` (``<run>``: tokenizer, options and ``inputs``); a part is complete when its json is written,
+  last. A killed run loses only the part it was encoding: the next run with the same options reads the documents
+  of the complete parts again only to hash them (about 1 GB/s), keeps every part whose documents hash the same and
+  encodes from the first that differs. The parts are then joined into the final files, so the result is
+  byte-identical to an uninterrupted run (tested by killing an encoding process), at the cost of one copy of the
+  ids and, for a while, twice their disk space.
+- **Atomic**: the joined ids are written to ``.<name>.<pid>.tmp`` beside the final files and renamed at the end
+  (indexes, val, then train, then the sidecar), and the parts are deleted. A killed run leaves only temporary files
+  and complete parts; the next run deletes the temporary files when their process is gone; each final file is
+  always complete and self-describing.
 - **Flat memory**: the corpus is cut into chunks of at most ``chunk_docs`` documents / ``chunk_chars`` characters;
   at most ``2 * num_workers`` chunks are in flight; ids go to disk as soon as their chunk is done.
 - **Parallel**: ``num_workers`` threads each encode whole chunks; the tokenizers release the GIL while encoding

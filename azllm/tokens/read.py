@@ -73,6 +73,25 @@ class TokenFile:
             f"dtype={self.dtype.name}, vocab_size={self.vocab_size})"
         )
 
+    def doc_ends(self) -> np.ndarray:
+        """The document index (``<split>.idx`` beside the file, memory-mapped): for each document, the position
+        just after its EOS, so document ``k`` is ``tokens[ends[k-1]:ends[k]]`` (``ends[-1] == n_tokens``).
+
+        >>> ends = TokenFile("artifacts/tiny/tokens/train.bin").doc_ends()  # doctest: +SKIP
+        >>> int(ends[-1]) == len(TokenFile("artifacts/tiny/tokens/train.bin"))  # doctest: +SKIP
+        True
+        """
+        path = self.path.with_suffix(".idx")
+        size = path.stat().st_size if path.is_file() else None
+        if size != 8 * self.n_docs:
+            raise TokenFileError(
+                f"{path}: {'missing' if size is None else f'{size} bytes'}, the token file's {self.n_docs} documents "
+                f"need {8 * self.n_docs}; re-encode the corpus with azllm.tokens.encode_corpus"
+            )
+        if not self.n_docs:
+            return np.zeros(0, dtype="<u8")
+        return np.memmap(path, dtype="<u8", mode="r", shape=(self.n_docs,))
+
     def _check_block(self, block_size: int) -> None:
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")

@@ -1,0 +1,268 @@
+"""Preference tuning (``azllm prefer PARAMS``): the SFT model, pairs, TRL's DPO or KTO, held-out judgement, export.
+
+Reads ``preference`` (and, through the SFT recipe, ``sft``, ``model``, ``data`` and ``evaluate.z``).
+
+1. **The model** (:func:`preference_base`): ``preference.base``, else this run's SFT export (``azllm sft`` makes it
+   first when missing), with its chat template.
+2. **The pairs** (:func:`preference_data`): the user's (``preference.sources``, checked), and, with
+   ``preference.build``, pairs built from the SFT data: the reference answers of up to ``build_prompts`` training
+   conversations of ``build_sources`` chosen over the SFT model's own greedy answers (on-policy), and native
+   answers over machine-translated ones where a prompt has both. Training pairs are decontaminated against the
+   held-out conversations and every evaluation text (SFT's rule), and refused when a prompt fills ``max_length``.
+   The held-out pairs are built the same way from the SFT stage's held-out conversations, never trained on.
+3. **The run** (:func:`azllm.prefer.train.run_preference`) in ``Paths.preference/<method>-<key>``, resumed when
+   interrupted.
+4. **The judgement** (:func:`judge`), each with its standard error: preference accuracy on the held-out pairs
+   (chance 0.5), chrF++ of the held-out answers paired against the SFT model's, and the mean answer length of
+   both (DPO lengthens answers; a chrF++ change from length alone shows there).
+5. **The export** (``preference.export``): one merged standalone folder with the chat template.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..config import Config
+from .paths import Paths
+from .sources import resolve
+
+__all__ = ["preference_spec", "preference_base", "user_pairs", "preference_data", "judge", "prefer_command"]
+
+
+def preference_spec(cfg: Config, **over):
+    """The :class:`~azllm.prefer.train.PreferenceSpec` of ``preference`` (what it does not name: ``sft``'s)."""
+    from ..prefer.train import PreferenceSpec
+    from .specs import build_spec
+
+    return build_spec(PreferenceSpec, cfg.preference, cfg.sft, seed=cfg.seed, **over)
+
+
+def preference_base(cfg: Config, show=print) -> str:
+    """The model preference tuning starts from (module docstring, step 1)."""
+    if cfg.preference.base:
+        return cfg.preference.base
+    from .sft import sft_command
+
+    r = sft_command(cfg, show=show)
+    if r.get("interrupted") or not r.get("export"):
+        raise RuntimeError("the SFT stage did not finish with an export (sft.export: true); run `azllm sft` first")
+    return r["export"]
+
+
+def user_pairs(cfg: Config) -> list[dict]:
+    """Every record of ``preference.sources``, checked (:func:`azllm.prefer.data.to_pair`)."""
+    from ..prefer.data import PreferenceDataError, read_pairs, to_pair
+
+    out = []
+    for name, src in cfg.preference.sources.items():
+        r = resolve(cfg, src)
+        if r.kind == "files":
+            for f in r.files:
+                out += read_pairs(f, source=name)
+        else:
+            from datasets import load_dataset
+
+            ds = load_dataset(r.hub, r.config, split=r.split)
+            out += [to_pair(dict(rec), f"{r.hub}[{i}]", name) for i, rec in enumerate(ds)]
+        if not any(p["source"] == name for p in out):
+            raise PreferenceDataError(f"preference.sources.{name}: no records")
+    return out
+
+
+def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, max_new_tokens: int, batch: int):
+    from ..prefer.data import build_pairs
+    from ..sft.generate import generate_answers
+
+    rows = generate_answers(
+        model,
+        tok,
+        convs,
+        max_new_tokens=max_new_tokens,
+        stop_ids=[template["end_of_turn_id"], tok.eos_token_id],
+        batch_size=batch,
+    )
+    prompts = [c["messages"][:-1] for c in convs]
+    return build_pairs(
+        prompts, [r["reference"] for r in rows], [r["answer"] for r in rows], [r["id"] for r in rows], source
+    )
+
+
+def preference_data(cfg: Config, model, tok, template: dict) -> dict:
+    """``{"train", "held_out", "counts", "shares"}`` (module docstring, step 2); ``model`` answers the prompts."""
+    from ..prefer.data import check_lengths, decontaminate_pairs, native_over_mt, source_shares
+    from .sft import eval_texts, sft_data
+
+    p, s = cfg.preference, cfg.sft
+    data = sft_data(cfg, tok)
+    train = user_pairs(cfg)
+    counts: dict = {"user": len(train)}
+    if p.build:
+        unknown = sorted(set(p.build_sources) - set(s.sources))
+        if unknown:
+            raise ValueError(f"preference.build_sources names {unknown}, not in sft.sources ({sorted(s.sources)})")
+        convs = [c for c in data["train"] if c["source"] in p.build_sources][: p.build_prompts]
+        built, counts["on_policy"] = _answered_pairs(
+            model, tok, template, convs, "on_policy", s.max_new_tokens, s.generate_batch_size
+        )
+        native = [c for c in data["train"] if s.sources[c["source"]].origin == "native"]
+        translated = [c for c in data["train"] if s.sources[c["source"]].origin == "translated"]
+        mt = native_over_mt(native, translated)
+        counts["native_over_mt"] = len(mt)
+        train += built + mt
+    held, counts["held_out"] = _answered_pairs(
+        model, tok, template, data["held_out"][: p.held_out_pairs], "held_out", s.max_new_tokens, s.generate_batch_size
+    )
+    texts, _ = eval_texts(cfg)
+    train, counts["decontaminated"] = decontaminate_pairs(
+        train, held_out=data["held_out"], eval_texts=texts, n=s.decontaminate_ngram
+    )
+    if not train or not held:
+        raise ValueError(f"preference tuning needs training and held-out pairs; got {len(train)} and {len(held)}")
+    check_lengths(train + held, tok, p.max_length)
+    return {"train": train, "held_out": held, "counts": counts, "shares": source_shares(train), "sft": data}
+
+
+def _unpaired(pairs: list[dict]) -> list[dict]:
+    """Each pair as a good and a bad completion (KTO)."""
+    return [
+        {
+            "id": f"{x['id']}/{k}",
+            "source": x["source"],
+            "prompt": x["prompt"],
+            "completion": x[k],
+            "label": k == "chosen",
+        }
+        for x in pairs
+        for k in ("chosen", "rejected")
+    ]
+
+
+def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dict:
+    """Held-out preference accuracy (against ``sft_model`` when given, else the adapter disabled), chrF++ of the
+    held-out answers paired against the SFT model's, and the mean answer length of both."""
+    from ..evaluation.compare import difference
+    from ..prefer.train import preference_accuracy
+    from .sft import scored_answers
+
+    acc = preference_accuracy(model, tok, data["held_out"], beta=cfg.preference.beta, ref_model=sft_model)
+    after = scored_answers(cfg, model, tok, template, data["sft"])
+    before = scored_answers(cfg, sft_model, tok, template, data["sft"]) if sft_model is not None else None
+    out = {"preference_accuracy": {k: v for k, v in acc.items() if k != "margins"}, "answers": after["rows"]}
+    if before is not None:
+        b = {"value": before["chrf++"], "items": [r["chrf++"] for r in before["rows"]]}
+        a = {"value": after["chrf++"], "items": [r["chrf++"] for r in after["rows"]]}
+        out["chrf++"] = {"before": b["value"], "after": a["value"], **difference(b, a, z=cfg.evaluate.z)}
+        out["sft_answers"] = before["rows"]
+    lengths = {"after": [len(r["answer"].split()) for r in after["rows"]]}
+    if before is not None:
+        lengths["before"] = [len(r["answer"].split()) for r in before["rows"]]
+    out["mean_answer_words"] = {k: sum(v) / len(v) for k, v in lengths.items() if v}
+    return out
+
+
+def prefer_command(cfg: Config, *, show=print) -> dict:
+    """``azllm prefer PARAMS``: every step of the module docstring; returns (and writes to ``prefer.json`` in the
+    run's folder) ``{"key", "output_dir", "base", "method", "train_method", "counts", "shares", "run",
+    "preference_accuracy", "chrf++", "mean_answer_words", "samples", "export"}`` (``interrupted`` on SIGTERM). A
+    finished run with the same key is returned as it is."""
+    import torch
+
+    from ..assemble import load_base
+    from ..prefer.train import run_preference
+    from ..sft.template import add_token_rows, prepare_tokenizer
+    from ..sft.train import lora_config, prepare_model
+    from ..utils import atomic_write_json, json_hash, seed_everything, weights_id
+    from .sft import load_base_tokenizer, lora_kwargs, model_kwargs
+
+    base = preference_base(cfg, show)
+    tok = load_base_tokenizer(base)
+    template = prepare_tokenizer(tok, template="auto", name=str(base))
+    sft_model = load_base(base, torch.float32).eval()
+    add_token_rows(sft_model, list(template["added_tokens"]))
+    data = preference_data(cfg, sft_model, tok, template)
+    spec, method = preference_spec(cfg), cfg.preference.train_method
+    desc = {"base": str(base), "weights": weights_id(base), "method": method, **model_kwargs(cfg)}
+    if method != "full":
+        desc["lora"] = lora_kwargs(cfg)
+    pairs = [[p["prompt"], p["chosen"], p["rejected"]] for p in data["train"]]
+    key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": [p["id"] for p in data["held_out"]]})
+    out = Paths(cfg).preference / f"{spec.method}-{method}-{key}"
+    try:
+        done = json.loads((out / "prefer.json").read_text())
+        if done.get("key") == key:
+            return done
+    except (OSError, ValueError):
+        pass
+    show(
+        f"prefer: {spec.method} ({method}) from {base}; {len(data['train'])} training pairs "
+        f"({', '.join(f'{k} {v:.0%}' for k, v in data['shares'].items())}), {len(data['held_out'])} held out"
+    )
+    seed_everything(cfg.seed)
+    new_ids = list(template["added_tokens"])
+    model, info = prepare_model(base, method=method, new_token_ids=new_ids, **model_kwargs(cfg))
+    peft = lora_config(model, new_token_ids=new_ids, **lora_kwargs(cfg)) if method != "full" else None
+    shaped = (lambda x: x) if spec.method == "dpo" else _unpaired
+    r = run_preference(
+        model,
+        tok,
+        spec,
+        train_pairs=shaped(data["train"]),
+        eval_pairs=shaped(data["held_out"]),
+        output_dir=out,
+        key=key,
+        peft_config=peft,
+        info={"method": method, "parameters": info["parameters"]},
+    )
+    if r.get("interrupted"):
+        return {k: v for k, v in r.items() if k not in ("model", "trainer")}
+    verdict = judge(cfg, r["model"], sft_model, tok, template, data)
+    record = {
+        "key": key,
+        "output_dir": str(out),
+        "base": str(base),
+        "method": spec.method,
+        "train_method": method,
+        "counts": data["counts"],
+        "shares": data["shares"],
+        "run": {k: v for k, v in r.items() if k not in ("model", "trainer")},
+        **{k: v for k, v in verdict.items() if k not in ("answers", "sft_answers")},
+        "samples": _samples(verdict, cfg.sft.samples_shown),
+        "export": str(_export(r, tok, template, out / "export")) if cfg.preference.export else None,
+    }
+    atomic_write_json(out / "prefer.json", record)
+    acc = record["preference_accuracy"]
+    show(
+        f"prefer: held-out preference accuracy {acc['accuracy']:.3f} ± {acc['accuracy_se']:.3f} (chance 0.5, "
+        f"{acc['n']} pairs); chrF++ {record['chrf++']['before']:.2f} -> {record['chrf++']['after']:.2f} "
+        f"({record['chrf++']['delta']:+.2f} ± {record['chrf++']['se']:.2f}); export {record['export']}"
+    )
+    return record
+
+
+def _samples(verdict: dict, n: int) -> list[dict]:
+    """The first ``n`` held-out answers after preference tuning beside the SFT model's and the reference."""
+    before = {r["id"]: r["answer"] for r in verdict.get("sft_answers", [])}
+    return [
+        {
+            "id": r["id"],
+            "prompt": r["prompt"],
+            "reference": r["reference"],
+            "sft": before.get(r["id"]),
+            "preference": r["answer"],
+        }
+        for r in verdict["answers"][:n]
+    ]
+
+
+def _export(result: dict, tok, template: dict, out: Path) -> Path:
+    """The run as one merged standalone folder that stops generating at the end-of-turn token."""
+    from transformers import GenerationConfig
+
+    from ..export import export_model
+
+    folder = export_model(result["model"], result["final_dir"], out)
+    eos = list(dict.fromkeys(i for i in (template["end_of_turn_id"], tok.eos_token_id) if i is not None))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
+    GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False).save_pretrained(str(folder))
+    return folder
