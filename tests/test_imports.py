@@ -184,6 +184,8 @@ RECIPE_IMPORTS = {
     "sft": {"adapt", "evaluate", "paths", "sources", "specs", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
     "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
+    "prefer": {"paths", "sft", "sources", "specs"},
+    "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
 }
 

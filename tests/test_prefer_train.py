@@ -14,7 +14,7 @@ from azllm.prefer.train import completion_logprobs, dpo_loss, preference_accurac
 
 def test_dpo_loss_is_the_sigmoid_of_the_reward_margin():
     pc, pr, rc, rr = (torch.tensor(x) for x in (-4.0, -9.0, -5.0, -7.0))
-    want = -torch.log(torch.sigmoid(0.2 * ((-4.0 + 5.0) - (-9.0 + 7.0))))
+    want = -torch.log(torch.sigmoid(torch.tensor(0.2 * ((-4.0 + 5.0) - (-9.0 + 7.0)))))
     assert float(dpo_loss(pc, pr, rc, rr, 0.2)) == pytest.approx(float(want))
 
 
@@ -43,9 +43,13 @@ def test_trl_dpo_loss_equals_the_direct_computation_and_the_reference_is_the_ada
     model = r["model"]
     one = pairs[:1]
     prompts, chosen, rejected = [p["prompt"] for p in one], [p["chosen"] for p in one], [p["rejected"] for p in one]
-    pc, pr = completion_logprobs(model, tok, prompts, chosen), completion_logprobs(model, tok, prompts, rejected)
+
+    def logps(completions):
+        return completion_logprobs(model, tok, prompts, completions, max_length=128)  # cut where TRL cuts
+
+    pc, pr = logps(chosen), logps(rejected)
     with model.disable_adapter():
-        rc, rr = completion_logprobs(model, tok, prompts, chosen), completion_logprobs(model, tok, prompts, rejected)
+        rc, rr = logps(chosen), logps(rejected)
     assert abs(pc[0] - rc[0]) > 1e-3  # training moved the policy away from the reference
     want = float(dpo_loss(*(torch.tensor(x[0]) for x in (pc, pr, rc, rr)), 0.1))
     assert r["eval"]["eval_loss"] == pytest.approx(want, rel=1e-3, abs=1e-4)
@@ -55,7 +59,7 @@ def test_trl_dpo_loss_equals_the_direct_computation_and_the_reference_is_the_ada
 
 def test_preference_accuracy_moves_from_no_margin_to_the_trained_preference(dpo_run, tiny_base):
     r, tok, pairs = dpo_run
-    acc = preference_accuracy(r["model"], tok, pairs, beta=0.1)
+    acc = preference_accuracy(r["model"], tok, pairs, beta=0.1, max_length=128)
     assert acc["n"] == len(pairs) and acc["chance"] == 0.5
     assert acc["accuracy"] > 0.5 and acc["margin"] > 0 and acc["margin_se"] > 0
     assert acc["accuracy_se"] == pytest.approx((acc["accuracy"] * (1 - acc["accuracy"]) / len(pairs)) ** 0.5)

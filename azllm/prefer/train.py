@@ -93,6 +93,8 @@ def build_preference_trainer(
     returns ``(trainer, parts)`` as :func:`azllm.sft.train.build_trainer` does."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+    from ..sft.train import expose_head_bias
+
     if spec.method not in PREFERENCE_METHODS:
         raise ValueError(f"preference.method must be one of {PREFERENCE_METHODS}, got {spec.method!r}")
     if spec.method == "dpo":
@@ -132,6 +134,7 @@ def build_preference_trainer(
         eval_dataset=_dataset(eval_pairs, spec.method) if eval_pairs else None,
         callbacks=[stop, throughput, *callbacks],
     )
+    expose_head_bias(trainer.model)
     safety = SafetyCallback(trainer.model, {}, out, spec.grad_accum)
     trainer.add_callback(safety)
     trainer.remove_callback(PrinterCallback)
@@ -236,15 +239,19 @@ def _prompt_completion_ids(tokenizer, prompt: list[dict], completion: list[dict]
 
 
 @torch.no_grad()
-def completion_logprobs(model, tokenizer, prompts: list[list[dict]], completions: list[list[dict]]) -> list[float]:
-    """The summed log-probability of each completion given its prompt (tokenized as TRL's DPO does), one
-    sequence at a time, in eval mode."""
+def completion_logprobs(
+    model, tokenizer, prompts: list[list[dict]], completions: list[list[dict]], max_length: int | None = None
+) -> list[float]:
+    """The summed log-probability of each completion given its prompt, tokenized as TRL's DPO does (and, like
+    it, cut to the first ``max_length`` tokens of prompt + completion), one sequence at a time, in eval mode."""
     was = model.training
     model.eval()
     out = []
     try:
         for prompt, completion in zip(prompts, completions):
             p, c = _prompt_completion_ids(tokenizer, prompt, completion)
+            if max_length is not None:
+                c = c[: max(0, max_length - len(p))]
             ids = torch.tensor([p + c], device=model.device)
             logits = model(input_ids=ids, use_cache=False).logits[0, len(p) - 1 : -1].float()
             out.append(float(torch.log_softmax(logits, -1).gather(-1, ids[0, len(p) :, None]).sum()))
@@ -253,20 +260,24 @@ def completion_logprobs(model, tokenizer, prompts: list[list[dict]], completions
     return out
 
 
-def preference_accuracy(model, tokenizer, pairs: list[dict], *, beta: float, ref_model=None) -> dict:
+def preference_accuracy(
+    model, tokenizer, pairs: list[dict], *, beta: float, ref_model=None, max_length: int | None = None
+) -> dict:
     """Held-out preference accuracy (module docstring): ``{"n", "accuracy", "accuracy_se", "margin",
     "margin_se", "chance": 0.5, "margins"}``. The reference is ``ref_model``, else ``model`` with its adapter
-    disabled (a peft model), else ``model`` itself (then every margin is 0: the SFT model judged against itself)."""
+    disabled (a peft model), else ``model`` itself (then every margin is 0: the SFT model judged against itself).
+    ``max_length``: the run's, so that the completions are scored as far as training saw them."""
     prompts = [p["prompt"] for p in pairs]
-    chosen = completion_logprobs(model, tokenizer, prompts, [p["chosen"] for p in pairs])
-    rejected = completion_logprobs(model, tokenizer, prompts, [p["rejected"] for p in pairs])
+
+    def logps(m, key: str) -> list[float]:
+        return completion_logprobs(m, tokenizer, prompts, [p[key] for p in pairs], max_length)
+
+    chosen, rejected = logps(model, "chosen"), logps(model, "rejected")
     if ref_model is not None:
-        ref_c = completion_logprobs(ref_model, tokenizer, prompts, [p["chosen"] for p in pairs])
-        ref_r = completion_logprobs(ref_model, tokenizer, prompts, [p["rejected"] for p in pairs])
+        ref_c, ref_r = logps(ref_model, "chosen"), logps(ref_model, "rejected")
     elif hasattr(model, "disable_adapter"):
         with model.disable_adapter():
-            ref_c = completion_logprobs(model, tokenizer, prompts, [p["chosen"] for p in pairs])
-            ref_r = completion_logprobs(model, tokenizer, prompts, [p["rejected"] for p in pairs])
+            ref_c, ref_r = logps(model, "chosen"), logps(model, "rejected")
     else:
         ref_c, ref_r = chosen, rejected
     margins = [beta * ((c - rc) - (r - rr)) for c, r, rc, rr in zip(chosen, rejected, ref_c, ref_r)]

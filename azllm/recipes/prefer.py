@@ -145,7 +145,8 @@ def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dic
     from ..prefer.train import preference_accuracy
     from .sft import scored_answers
 
-    acc = preference_accuracy(model, tok, data["held_out"], beta=cfg.preference.beta, ref_model=sft_model)
+    p = cfg.preference
+    acc = preference_accuracy(model, tok, data["held_out"], beta=p.beta, ref_model=sft_model, max_length=p.max_length)
     after = scored_answers(cfg, model, tok, template, data["sft"])
     before = scored_answers(cfg, sft_model, tok, template, data["sft"]) if sft_model is not None else None
     out = {"preference_accuracy": {k: v for k, v in acc.items() if k != "margins"}, "answers": after["rows"]}
