@@ -244,7 +244,7 @@ def test_the_sweep_trains_every_variant_on_one_sample(docs, tmp_path):
 
     from azllm.tokenizer import train_sweep
 
-    opts = [{"vocab_size": v, "model_type": "unigram", "input_sentence_size": 400, "seed": 0} for v in (300, 400)]
+    opts = [{"vocab_size": v, "model_type": "unigram", "input_sentence_size": 400, "seed": 0} for v in (450, 500)]
     trained, skipped = train_sweep(docs, tmp_path, opts, progress=False)
     assert len(trained) == 2 and not skipped
     meta = json.loads((tmp_path / "sample.txt.json").read_text())
