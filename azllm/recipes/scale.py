@@ -359,7 +359,7 @@ def scale_markdown(record: dict, peers: dict | None = None) -> str:
 
     lines = ["| size | stage | seconds | MB/s | peak RSS (MiB) | kept |", "| --- | --- | --- | --- | --- | --- |"]
     for r in scale_rows(record):
-        kept = f"{r['kept']:.2%}" if r["kept"] is not None else ""
+        kept = f"{r['kept']:.3%}" if r["kept"] is not None else ""
         lines.append(
             f"| {r['size']} | {r['stage']} | {r['seconds']:.1f} | {r['mb_per_s']:.2f} | {r['peak_rss_mib']:.0f} "
             f"| {kept} |"
