@@ -333,10 +333,12 @@ def format_scale_benchmark(rows: list[dict], growth: list[dict]) -> str:
             f"{kept:>8s}"
         )
     if growth:
-        lines += [
-            "",
-            f"{'stage':10s} {'time exp':>8s} {'RSS exp':>7s} {'RSS x':>6s} {'h 15GB/16c':>10s} {'h 15GB/64c':>10s}",
-        ]
+        lines.extend(
+            [
+                "",
+                f"{'stage':10s} {'time exp':>8s} {'RSS exp':>7s} {'RSS x':>6s} {'h 15GB/16c':>10s} {'h 15GB/64c':>10s}",
+            ]
+        )
         for g in growth:
             lines.append(
                 f"{g['stage']:10s} {g['time_exponent']:8.2f} {g['rss_exponent']:7.2f} {g['rss_ratio']:6.2f} "

@@ -45,7 +45,7 @@ class WordBigrams:
 
     >>> m = WordBigrams(["Bakı böyük şəhərdir. Gəncə qədim şəhərdir."])
     >>> len(m.vocab), m.sample(np.random.default_rng(0), lanes=2, steps=3).shape
-    (6, (3, 2))
+    (5, (3, 2))
     """
 
     def __init__(self, texts: list[str], flatten: float = 0.5):
