@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
+from ..callbacks import StopOnSignalCallback, ThroughputCallback, latest_checkpoint
 from ..loop import LoopSpec, training_arguments
 from ..utils import atomic_write_json, replace_dir
 
@@ -91,9 +91,7 @@ def build_preference_trainer(
 ):
     """TRL's ``DPOTrainer`` (``spec.method == "dpo"``) or ``KTOTrainer`` (``"kto"``) with azllm's callbacks;
     returns ``(trainer, parts)`` as :func:`azllm.sft.train.build_trainer` does."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    from ..sft.train import expose_head_bias
+    from ..sft.train import finish_trainer
 
     if spec.method not in PREFERENCE_METHODS:
         raise ValueError(f"preference.method must be one of {PREFERENCE_METHODS}, got {spec.method!r}")
@@ -134,13 +132,7 @@ def build_preference_trainer(
         eval_dataset=_dataset(eval_pairs, spec.method) if eval_pairs else None,
         callbacks=[stop, throughput, *callbacks],
     )
-    expose_head_bias(trainer.model)
-    safety = SafetyCallback(trainer.model, {}, out, spec.grad_accum)
-    trainer.add_callback(safety)
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
-    if progress:
-        trainer.add_callback(ProgressBarCallback())
+    safety = finish_trainer(trainer, out, spec.grad_accum, progress)
     return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
 
 

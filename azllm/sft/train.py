@@ -238,7 +238,6 @@ def build_trainer(
     (``trainer.train_dataset`` holds ``input_ids`` and ``labels``)."""
     from datasets import Dataset
     from transformers import EarlyStoppingCallback
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import SFTTrainer
 
     out = Path(output_dir)
@@ -259,14 +258,24 @@ def build_trainer(
         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in eval_convs]) if eval_convs else None,
         callbacks=[stop, throughput, *extra, *callbacks],
     )
+    safety = finish_trainer(trainer, out, spec.grad_accum, progress)
+    return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
+
+
+def finish_trainer(trainer, out: Path, grad_accum: int, progress: bool) -> SafetyCallback:
+    """What every TRL trainer of azllm gets after it is built (SFT, preference tuning): the LM head's bias exposed
+    (:func:`expose_head_bias`), the :class:`~azllm.callbacks.SafetyCallback` (returned), transformers' printer and
+    bar replaced by azllm's progress bar (or none)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
     expose_head_bias(trainer.model)
-    safety = SafetyCallback(trainer.model, {}, out, spec.grad_accum)
+    safety = SafetyCallback(trainer.model, {}, out, grad_accum)
     trainer.add_callback(safety)
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     if progress:
         trainer.add_callback(ProgressBarCallback())
-    return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
+    return safety
 
 
 def expose_head_bias(model) -> bool:
