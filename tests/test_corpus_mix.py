@@ -131,3 +131,25 @@ def test_a_filter_too_small_for_its_input_stops_instead_of_dropping_text(tmp_pat
             seed=0,
         )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_batched_filter_is_exactly_the_one_key_at_a_time_loop():
+    """``add_and_share_groups`` (numpy, one call per document) against ``add_and_share`` (one key at a time) on
+    text with repeats inside a sentence, across sentences and across documents, on a filter small enough that
+    different keys share bits: the same shares, set bits, count and bit array."""
+    import random
+
+    from azllm.corpus.mix import sentence_3grams, split_sentences
+
+    rng = random.Random(3)
+    words = " ".join([*PROSE, *AMENDMENTS]).split()
+    docs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 120))) for _ in range(300)]
+    docs += [docs[5], docs[7] + " " + docs[7], ""]
+    batched, looped = SeenShingles(expected=3000), SeenShingles(expected=3000)
+    for doc in docs:
+        groups = [sentence_3grams(s) for s in split_sentences(doc)]
+        assert batched.add_and_share_groups(groups) == [looped.add_and_share(g) for g in groups]
+    assert (batched.set_bits, batched.added) == (looped.set_bits, looped.added)
+    assert batched.array.tobytes() == looped.array.tobytes()
+    assert 0.05 < batched.false_positive_rate < 0.9  # crowded: bit collisions between keys did happen
+    assert batched.positions(["a b c"]).tolist()[0] == batched._positions("a b c")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..utils import atomic_write_json
 
-__all__ = ["run_fresh", "ok_or_raise", "load_warning"]
+__all__ = ["run_fresh", "ok_or_raise", "load_warning", "others_warning", "busy_cpu_seconds"]
 
 
 def load_warning(loads: list[float], cores: int | None = None) -> dict:
@@ -56,17 +56,57 @@ def load_warning(loads: list[float], cores: int | None = None) -> dict:
     return {"load_max": round(top, 2), "cores": cores, "load_warning": msg}
 
 
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds every process of this machine has spent since boot (``/proc/stat``: all but idle and iowait;
+    None off Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def others_warning(results: list[dict], cores: int | None = None, limit: float = 0.25) -> dict:
+    """``{"others_cores_max", "cores", "load_warning"}`` of fresh-process results (:func:`run_fresh` records
+    ``others_cores``: the cores that processes other than the measured one and its children kept busy, on average
+    over its run). Unlike the load average, a stage's own worker processes do not count. Above ``limit`` cores, a
+    warning is raised and recorded.
+
+    >>> others_warning([{"others_cores": 0.02}, {"others_cores": 0.1}], cores=2)["load_warning"] is None
+    True
+    """
+    import warnings
+
+    cores = cores or os.cpu_count() or 1
+    seen = [r["others_cores"] for r in results if r.get("others_cores") is not None]
+    top = max(seen) if seen else 0.0
+    msg = None
+    if top > limit:
+        msg = (
+            f"other processes kept {top:.2f} of {cores} cores busy during a timed run: these timings are not a "
+            "measurement; rerun on an idle machine"
+        )
+        warnings.warn(msg, stacklevel=2)
+    return {"others_cores_max": round(top, 3), "cores": cores, "load_warning": msg}
+
+
 def run_fresh(
     target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None, cwd: str | os.PathLike | None = None
 ) -> dict:
     """Run ``target(job)`` in a fresh Python process and return its result dict (see the module docstring).
 
-    ``env``: variables laid over this process's environment for the child.
+    ``env``: variables laid over this process's environment for the child. ``others_cores``: the machine's busy
+    CPU time during the run less the child's (and its children's), per second of the run: what other processes
+    took (None off Linux).
     """
+    import resource
+
     with tempfile.TemporaryDirectory(prefix="azllm-fresh-") as td:
         jp, rp = Path(td) / "job.json", Path(td) / "result.json"
         jp.write_text(json.dumps(job))
-        t0 = time.time()
+        t0, busy0 = time.time(), busy_cpu_seconds()
+        own0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
@@ -79,7 +119,10 @@ def run_fresh(
             rc, err = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired:
             rc, err = None, ""
-        wall = time.time() - t0
+        wall, busy1 = time.time() - t0, busy_cpu_seconds()
+        own1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        own = own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime
+        others = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - own) / max(wall, 1e-9)
         res = json.loads(rp.read_text()) if rp.is_file() else None
     if res is None:
         if rc is None:
@@ -89,7 +132,7 @@ def run_fresh(
         else:
             tail = "\n".join(err.strip().splitlines()[-6:])
             res = {"status": "crashed", "reason": f"exited with {rc}: {tail}"}
-    res.update(returncode=rc, wall_s=round(wall, 2))
+    res.update(returncode=rc, wall_s=round(wall, 2), others_cores=None if others is None else round(others, 3))
     return res
 
 

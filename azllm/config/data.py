@@ -132,9 +132,10 @@ class TokenizerConfig(Section):
     such as ``ləri,`` or ``▁bilər.`` form: BPE-32k FLORES fertility 1.536 -> 1.441 on the cleaned mix, lossless;
     the cost: about 15% of the vocabulary are word+punctuation pieces, so a word can split differently before a
     comma."""
-    input_sentence_size: int = 2_000_000
-    """Lines (documents; long ones split at sentences into lines of at most 64 KB) that SentencePiece samples, seeded,
-    for training (0: all). It bounds the memory of training on a large corpus; below it every line is read."""
+    input_sentence_size: int = 1_000_000
+    """Sentence lines that SentencePiece trains on: a seeded sample, written once and shared by the sweep and the
+    main tokenizer (0: all). 1M lines are about 110 MB of Azerbaijani text; they bound the memory of training on a
+    large corpus (measured in docs/scale.md). A corpus with fewer lines is read whole."""
     num_threads: int = 2
     """SentencePiece training threads."""
     max_bytes_per_file: int | None = 4_000_000

@@ -29,6 +29,8 @@ import os
 import re
 from pathlib import Path
 
+import xxhash
+
 from ..data import DataError
 
 __all__ = [
@@ -151,10 +153,25 @@ class SeenShingles:
         return (self.set_bits / self.bits) ** self.probes
 
     def _positions(self, key: str) -> list[int]:
-        """The key's bit positions (double hashing of one 128-bit BLAKE2b digest)."""
-        d = hashlib.blake2b(key.encode(), digest_size=16).digest()
+        """The key's bit positions (double hashing of one 128-bit XXH3 digest).
+
+        >>> SeenShingles(expected=1000)._positions("bakı böyük şəhərdir") == SeenShingles(expected=1000).positions(
+        ...     ["bakı böyük şəhərdir"]).tolist()[0]
+        True
+        """
+        d = xxhash.xxh3_128_digest(key.encode())
         h1, h2 = int.from_bytes(d[:8], "big"), int.from_bytes(d[8:], "big") | 1
         return [(h1 + i * h2) % self.bits for i in range(self.probes)]
+
+    def positions(self, keys: list[str]):
+        """The bit positions of every key, one row each (``len(keys) x probes`` uint64), as :meth:`_positions`
+        gives them: ``(h1 + i h2) mod bits == (h1 mod bits + i (h2 mod bits)) mod bits``, which stays below 2^64."""
+        import numpy as np
+
+        d = np.frombuffer(b"".join(xxhash.xxh3_128_digest(k.encode()) for k in keys), dtype=">u8").reshape(-1, 2)
+        bits = np.uint64(self.bits)
+        h1, h2 = d[:, 0] % bits, (d[:, 1] | np.uint64(1)) % bits
+        return (h1[:, None] + np.arange(self.probes, dtype=np.uint64)[None, :] * h2[:, None]) % bits
 
     def share_seen(self, keys: list[str]) -> float:
         """Share of ``keys`` that look seen, without remembering them."""
@@ -163,7 +180,8 @@ class SeenShingles:
         return hits / len(keys) if keys else 0.0
 
     def add_and_share(self, keys: list[str]) -> float:
-        """Share of ``keys`` seen before; then remember them all."""
+        """Share of ``keys`` seen before; then remember them all (one key at a time: the reference for
+        :meth:`add_and_share_groups`)."""
         hits = 0
         arr = self.array
         for key in keys:
@@ -177,6 +195,38 @@ class SeenShingles:
             hits += seen
             self.added += 1
         return hits / len(keys) if keys else 0.0
+
+    def add_and_share_groups(self, groups: list[list[str]]) -> list[float]:
+        """:meth:`add_and_share` of each group of keys in turn (a document's sentences), computed for all groups at
+        once with numpy: a key is seen when each of its bits was set before the call or by an earlier key of the
+        call. Exactly the shares, set bits and count of the one-key-at-a-time loop, at a fraction of its time.
+
+        >>> seen = SeenShingles(expected=1000)
+        >>> seen.add_and_share_groups([["a b c", "b c d"], ["b c d", "x y z"], []])
+        [0.0, 0.5, 0.0]
+        """
+        import numpy as np
+
+        sizes = [len(g) for g in groups]
+        keys = [k for g in groups for k in g]
+        if not keys:
+            return [0.0] * len(groups)
+        pos = self.positions(keys)
+        n, probes = pos.shape
+        flat = pos.ravel()
+        byte, mask = (flat >> np.uint64(3)).astype(np.int64), np.left_shift(1, (flat & np.uint64(7))).astype(np.uint8)
+        before = (self.array[byte] & mask) != 0
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        setter = (first // probes)[inverse.ravel()]  # the first key of this call that sets each entry's bit
+        entry_set = before | (setter < np.repeat(np.arange(n), probes))
+        hits = entry_set.reshape(n, probes).all(axis=1)
+        new = ~before.reshape(-1)
+        np.bitwise_or.at(self.array, byte[new], mask[new])
+        self.set_bits += int((~before.reshape(-1)[first]).sum())  # distinct positions not set before
+        self.added += n
+        ends = np.cumsum(sizes)
+        counts = np.add.reduceat(np.append(hits, False).astype(np.int64), np.r_[0, ends[:-1]]).tolist()
+        return [c / size if size else 0.0 for c, size in zip(counts, sizes)]
 
     def check(self) -> None:
         """Raise :class:`FilterTooSmallError` when the measured rate is past the bound."""
@@ -220,9 +270,10 @@ def split_seen_sentences(
     (['Bakı 2025-ci ildə böyük şəhərdir.'], ['Sabah hava isti olacaq.'])
     """
     keep, drop = [], []
-    for sentence in split_sentences(text):
-        grams = sentence_3grams(sentence)
-        (keep if seen.add_and_share([prefix + g for g in grams]) < threshold else drop).append(sentence)
+    sentences = split_sentences(text)
+    seen_shares = seen.add_and_share_groups([[prefix + g for g in sentence_3grams(s)] for s in sentences])
+    for sentence, share in zip(sentences, seen_shares):
+        (keep if share < threshold else drop).append(sentence)
     return keep, drop
 
 

@@ -159,7 +159,7 @@ def scale_benchmark(
     >>> r["growth"]["tokens"]["time_exponent"]  # doctest: +SKIP
     0.98
     """
-    from ..bench.process import load_warning, ok_or_raise, run_fresh
+    from ..bench.process import ok_or_raise, others_warning, run_fresh
     from ..bench.scale import generate_text, growth
     from ..utils import atomic_write_json, git_commit, log_stream, machine_info
 
@@ -171,7 +171,7 @@ def scale_benchmark(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; the stages are {list(STAGES)}")
     earlier = _earlier_runs(out / "scale.json")
-    runs, loads = [], []
+    runs, timed = [], []
     for size in sorted(sizes):
         label = _label(size)
         t0 = time.perf_counter()
@@ -184,7 +184,6 @@ def scale_benchmark(
         if old.get("text_key") == gen["key"]:  # the same text: stages not measured now keep their measurement
             row.update({k: v for k, v in old.items() if k in STAGES and k not in stages})
         for stage in (s for s in STAGES if s in stages):
-            loads.append(os.getloadavg()[0])
             print(f"bench scale: {label} {stage}", file=log_stream(), flush=True)
             r = run_fresh(
                 "azllm.recipes.scale:stage_job",
@@ -193,11 +192,11 @@ def scale_benchmark(
                 env={ARTIFACTS_ENV: str(out / "artifacts")},
             )
             ok_or_raise(r, f"bench scale {label} {stage}")
-            loads.append(os.getloadavg()[0])
             row[stage] = {k: v for k, v in r.items() if k not in ("status", "returncode")}
             row[stage]["commit"] = git_commit()
         runs.append(row)
-    record = {"sizes": runs, "machine": machine_info(), **load_warning(loads)}
+    timed = [r[s] for r in runs for s in STAGES if s in r]
+    record = {"sizes": runs, "machine": machine_info(), **others_warning(timed)}
     stages = [s for s in STAGES if all(s in r for r in runs)]
     if len(runs) >= 2:
         mb = [r["bytes"] / 1e6 for r in runs]
@@ -292,7 +291,7 @@ def peers_benchmark(cfg: Config, size: int, out: str | os.PathLike, *, rounds: i
     import statistics
 
     from ..bench.peers import PEERS
-    from ..bench.process import load_warning, ok_or_raise, run_fresh
+    from ..bench.process import ok_or_raise, others_warning, run_fresh
     from ..bench.scale import generate_text
     from ..utils import atomic_write_json, log_stream, machine_info
 
@@ -312,17 +311,14 @@ def peers_benchmark(cfg: Config, size: int, out: str | os.PathLike, *, rounds: i
     files = sorted(str(p) for p in (out / "text" / label).glob("gen_*.txt"))
     cores = os.cpu_count() or 1
     runs: dict[str, list[dict]] = {p: [] for p in PEERS}
-    loads = []
     for r in range(rounds):
         for peer in PEERS[r % len(PEERS) :] + PEERS[: r % len(PEERS)]:
             work = out / "peers" / peer
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
             print(f"bench peers: round {r} {peer}", file=log_stream(), flush=True)
-            loads.append(os.getloadavg()[0])
             job = {"files": files, "tokenizer": str(folder), "eos_token": eos, "out": str(work), "cores": cores}
             res = ok_or_raise(run_fresh(f"azllm.bench.peers:encode_{peer}", job, timeout_s=3600), f"peer {peer}")
-            loads.append(os.getloadavg()[0])
             runs[peer].append({k: v for k, v in res.items() if k not in ("status", "returncode")})
             shutil.rmtree(work, ignore_errors=True)
     summary = {}
@@ -345,7 +341,7 @@ def peers_benchmark(cfg: Config, size: int, out: str | os.PathLike, *, rounds: i
         "ratios": ratios,
         "runs": runs,
         "machine": machine_info(),
-        **load_warning(loads),
+        **others_warning([x for rs in runs.values() for x in rs]),
     }
     atomic_write_json(out / "peers.json", record)
     return record
