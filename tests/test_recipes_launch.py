@@ -331,3 +331,31 @@ def test_the_sft_job_dry_run_prints_the_job_and_its_cost_with_no_network(sdk, no
     assert [c["channel_name"] for c in t["input_data_config"]] == ["data"]
     entry = (Path(record["source_dir"]) / "azllm_train.py").read_text()
     assert "COMMAND = 'sft'" in entry
+
+
+DPO_PARAMS = REPO / "params" / "dpo_sagemaker.yaml"
+
+
+def test_the_dpo_job_dry_run_prints_the_job_and_its_cost_with_no_network(sdk, no_aws, tmp_path, capsys):
+    """`azllm launch params/dpo_sagemaker.yaml --dry-run`: the real SDK builds a spot job whose staged entry runs
+    `azllm prefer`; DPO with QLoRA on the hub base Llama-3.2-1B-Instruct; the cost counts a chosen and a rejected
+    answer per pair; HF_TOKEN forwarded and redacted."""
+    assert main(["launch", str(DPO_PARAMS), "--dry-run"]) == 0
+    assert no_aws == []
+    out = capsys.readouterr().out
+    cfg = load_params(DPO_PARAMS)
+    p = cfg.preference
+    assert (cfg.launch.command, p.base, p.method, p.train_method) == (
+        "prefer",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "dpo",
+        "qlora",
+    )
+    est = L.estimate(cfg)
+    assert est["tokens"] == 120 * 4 * 4 * 1024 * 2 == cfg.benchmark.job.tokens and est["checkpoint_bytes"] > 0
+    assert "3,932,160 = 120 steps x 32,768 tokens" in out and "chosen and rejected" in out and FAKE_TOKEN not in out
+    record = json.loads((tmp_path / "artifacts" / "dpo-sagemaker" / "launch" / "job.json").read_text())
+    t = record["trainer"]
+    assert t["environment"]["HF_TOKEN"] == L.REDACTED and t["compute"]["enable_managed_spot_training"] is True
+    assert [c["channel_name"] for c in t["input_data_config"]] == ["data"]
+    assert "COMMAND = 'prefer'" in (Path(record["source_dir"]) / "azllm_train.py").read_text()

@@ -2,7 +2,12 @@
 tiny base, DPO with LoRA, the held-out judgement with its standard errors, the merged export, a cached rerun."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import yaml
 from sft_helpers import SFT_DIR, tiny_base  # noqa: F401  (fixtures)
 
@@ -49,11 +54,73 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     assert record["counts"]["on_policy"]["built"] > 0 and abs(sum(record["shares"].values()) - 1) < 1e-9
     acc = record["preference_accuracy"]
     assert acc["n"] == record["counts"]["held_out"]["built"] > 0 and acc["chance"] == 0.5 and "accuracy_se" in acc
-    chrf = record["chrf++"]
-    assert chrf["paired"] and chrf["se"] >= 0 and {"before", "after"} <= set(record["mean_answer_words"])
+    chrf = record["chrf"]
+    assert chrf["n"] > 0 and chrf["delta_se"] >= 0 and {"before", "after"} <= set(record["mean_answer_words"])
     assert len(record["samples"]) == 3 and all(s["sft"] is not None for s in record["samples"])
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(record["export"])  # a plain folder: loads without peft
     assert main(["prefer", str(params)]) == 0  # the same run again: returned as it is
     assert "prefer.json" in capsys.readouterr().out
+
+
+def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, monkeypatch):
+    """The page: the pairs step by step, the curves, the held-out judgement (accuracy against chance with a binomial
+    SE, chrF++ paired against the SFT model, answer length), the answers, the tasks paired, and the index's row."""
+    from conftest import REPO, run_notebooks
+
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
+    raw = yaml.safe_load(_params(tmp_path, tiny_base).read_text())
+    raw["evaluate"] = yaml.safe_load((REPO / "params" / "tiny.yaml").read_text())["evaluate"]  # the fixture's cuts
+    params = tmp_path / "p09.yaml"
+    params.write_text(yaml.safe_dump(raw))
+    run_dir, ok = run_notebooks(params, reports_dir=tmp_path / "reports", notebooks=["09_preference"])
+    assert ok
+    doc = json.loads((run_dir / "metrics.json").read_text())
+    m = doc["metrics"]["preference"]
+    steps = [r["step"] for r in m["pairs"]]
+    assert steps[0].startswith("user pairs") and steps[-1].startswith("held out")
+    trained = [r for r in m["pairs"] if r["step"].startswith("trained on")]
+    assert trained and abs(sum(r["share"] for r in trained) - 1) < 1e-9
+    judged = {r["measure"].split(" (")[0]: r for r in m["judgement"]}
+    assert set(judged) == {"preference accuracy", "chrF++", "mean answer words"}
+    acc = judged["preference accuracy"]
+    assert acc["before"] == 0.5 and abs(acc["delta_se"] - (0.25 / m["preference_accuracy"]["n"]) ** 0.5) < 1e-12
+    assert {r["task"] for r in m["tasks_before_after"]} >= {"sib200_az", "sib200_en"}
+    assert doc["artifacts"]["preference_export"] == m["export"]
+    html = (run_dir / "09_preference.html").read_text()
+    assert "Tasks before and after" in html and "<img" in html
+    index = (run_dir / "index.html").read_text()
+    assert "Does preference tuning help" in index and "09_preference.html" in index
+
+
+@pytest.mark.slow  # ~60 s: the staged entry in a fresh process
+def test_azllm_prefer_runs_as_the_staged_job_under_a_simulated_sagemaker_job(tiny_base, tmp_path):
+    """What `azllm launch params/dpo_sagemaker.yaml` starts: the staged entry runs `azllm prefer params.yaml` with
+    the chat data as the data channel; the run's folder in the synced checkpoint folder, the merged export in
+    SM_MODEL_DIR, prefer.json in SM_OUTPUT_DATA_DIR; a restarted job finds the finished run."""
+    from azllm.recipes import launch as L
+
+    raw = yaml.safe_load(_params(tmp_path, tiny_base).read_text())
+    raw["data"] = {"eval": raw["data"]["eval"]}  # the data root comes from the job's data channel
+    raw["launch"] = {"command": "prefer"}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
+    src = L.stage_source(tmp_path / "p.yaml", tmp_path / "code", command="prefer")
+    env = {
+        **os.environ,
+        "SM_MODEL_DIR": str(tmp_path / "model"),
+        "SM_OUTPUT_DATA_DIR": str(tmp_path / "output"),
+        "SM_CHANNEL_DATA": str(FIXTURES),
+        "AZLLM_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "AZLLM_ARTIFACTS": str(tmp_path / "art"),
+        "PYTHONPATH": str(src),
+    }
+    env.pop("AZLLM_DATA_ROOT", None)
+    cmd = [sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm"]
+    for _ in range(2):  # the second start is a restarted job: it returns the finished run
+        proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((tmp_path / "output" / "prefer.json").read_text())
+    assert record["run"]["steps"] == 4 and record["export"] == str(tmp_path / "model")
+    assert Path(record["output_dir"]).parent == tmp_path / "checkpoints"
+    assert {"model.safetensors", "chat_template.jinja"} <= {f.name for f in (tmp_path / "model").iterdir()}

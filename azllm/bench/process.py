@@ -31,7 +31,35 @@ from pathlib import Path
 
 from ..utils import atomic_write_json
 
-__all__ = ["run_fresh", "ok_or_raise", "load_warning", "others_warning", "busy_cpu_seconds"]
+__all__ = [
+    "run_fresh",
+    "ok_or_raise",
+    "load_warning",
+    "others_warning",
+    "busy_cpu_seconds",
+    "rotation",
+    "same_losses",
+]
+
+
+def rotation(paths, k: int) -> list:
+    """The order of round ``k`` of a benchmark that rotates its paths every round.
+
+    >>> rotation(("a", "b", "c"), 1)
+    ['b', 'c', 'a']
+    """
+    k %= len(paths)
+    return list(paths[k:]) + list(paths[:k])
+
+
+def same_losses(a: list[float], b: list[float], rel: float = 1e-4) -> bool:
+    """Two paths logged the same losses, each within ``rel`` (of the loss, at least of 1): sums in another order
+    (a compact LM head, fused kernels) differ in the last digits only.
+
+    >>> same_losses([2.5, 2.25], [2.5001, 2.25]), same_losses([2.5], [2.6]), same_losses([2.5], [])
+    (True, False, False)
+    """
+    return len(a) == len(b) and all(abs(x - y) <= rel * max(1.0, abs(x)) for x, y in zip(a, b))
 
 
 def load_warning(loads: list[float], cores: int | None = None) -> dict:

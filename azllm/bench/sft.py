@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ..utils import progress
-from .process import load_warning, ok_or_raise, run_fresh
+from .process import load_warning, ok_or_raise, rotation, run_fresh, same_losses
 
 __all__ = ["StepTimer", "measure_sft", "compare_sft"]
 
@@ -226,7 +226,7 @@ def compare_sft(
         conv_file = Path(work) / "conversations.json"
         conv_file.write_text(json.dumps(conversations, ensure_ascii=False))
         for k in range(rounds):
-            order = list(paths[k % len(paths) :]) + list(paths[: k % len(paths)])
+            order = rotation(paths, k)
             row: dict = {"round": k + 1, "order": " then ".join(order)}
             losses = {}
             for path in order:
@@ -255,10 +255,7 @@ def compare_sft(
                 losses[path] = r[path]["losses"]
                 bar.update(1)
             if "bare" in losses and "recipe" in losses:  # azllm's compact LM head sums in another order
-                compared.append(
-                    len(losses["bare"]) == len(losses["recipe"])
-                    and all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(losses["bare"], losses["recipe"]))
-                )
+                compared.append(same_losses(losses["bare"], losses["recipe"]))
             if "loop" in row and "recipe" in row:
                 row["ratio"] = row["recipe"] / row["loop"]
             if "bare" in row and "recipe" in row:

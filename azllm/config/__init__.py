@@ -142,6 +142,7 @@ class Config(Section):
             "06_evaluate",
             "07_sft",
             "08_distill_deploy",
+            "09_preference",
         ]
     )
     """Notebooks executed, in order, from notebooks/."""

@@ -17,9 +17,11 @@ class LaunchConfig(Section):
     """An Amazon SageMaker training job of this params file: ``python -m azllm train`` under torchrun on
     ``benchmark.job.instances`` x ``benchmark.job.instance``, managed spot, checkpoints synced to S3."""
 
-    command: Literal["train", "sft"] = "train"
-    """What the job runs on the params file: ``azllm train`` (continued pretraining, ``train``) or ``azllm sft``
-    (instruction tuning, ``sft``; its steps, batch and ``max_length`` are what the cost counts)."""
+    command: Literal["train", "sft", "prefer"] = "train"
+    """What the job runs on the params file: ``azllm train`` (continued pretraining, ``train``), ``azllm sft``
+    (instruction tuning, ``sft``; its steps, batch and ``max_length`` are what the cost counts) or ``azllm prefer``
+    (preference tuning, ``prefer``: steps x batch x ``preference.max_length`` x 2, a chosen and a rejected answer
+    per pair)."""
     region: str = "us-east-1"
     """AWS region of the job (the image must be in the same region)."""
     image: str = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-gpu-py313"

@@ -291,24 +291,27 @@ def checkpoint_bytes(cfg: Config) -> float | None:
     return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=train.method != "full")
 
 
-def _sft_checkpoint_bytes(cfg: Config) -> float | None:
-    """One SFT checkpoint by the memory model: the base shape ``sft.plan_preset`` (a hub base's shape is not in the
-    params) at ``sft.plan_vocab_size``, the trainable weights (adapters for LoRA/QLoRA) and their AdamW states."""
+def _sft_checkpoint_bytes(cfg: Config, method: str | None = None) -> float | None:
+    """One SFT (or preference, with its ``method``) checkpoint by the memory model: the base shape
+    ``sft.plan_preset`` (a hub base's shape is not in the params) at ``sft.plan_vocab_size``, the trainable weights
+    (adapters for LoRA/QLoRA) and their AdamW states."""
     from ..model import model_config
 
     s = cfg.sft
+    method = method or s.method
     if not s.plan_preset:
         return None
     shape = model_config(s.plan_preset, s.plan_vocab_size)
-    name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if cfg.model.quant.bits == 4 else "qlora8"}[s.method]
+    name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if cfg.model.quant.bits == 4 else "qlora8"}[method]
     variant = mem.parse_variant(name, dtype=cfg.model.dtype, optimizer=s.optimizer, lora_r=cfg.model.lora.r)
-    return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=s.method != "full")
+    return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=method != "full")
 
 
 def estimate(cfg: Config) -> dict:
     """The whole job priced by :func:`azllm.memory.job_cost` (no cost keys when ``benchmark.job.tokens_per_s`` is
     unset): tokens of ``train`` (``sft`` for ``launch.command: sft``: its steps x batch x ``max_length``, an upper
-    bound, since conversations are shorter unless packed) on every process, tokens/s per GPU x processes,
+    bound, since conversations are shorter unless packed; ``preference`` for ``prefer``: twice that, a chosen and a
+    rejected answer per pair) on every process, tokens/s per GPU x processes,
     ``benchmark.job`` prices."""
     job = cfg.benchmark.job
     world = job.gpus_per_instance * job.instances
@@ -316,6 +319,10 @@ def estimate(cfg: Config) -> dict:
         s = cfg.sft
         steps, per_step = s.max_steps, s.batch_size * s.grad_accum * s.max_length * world
         ckpt, keep = _sft_checkpoint_bytes(cfg), s.save_total_limit
+    elif cfg.launch.command == "prefer":  # a chosen and a rejected answer per pair, each up to max_length
+        p = cfg.preference
+        steps, per_step = p.max_steps, p.batch_size * p.grad_accum * p.max_length * 2 * world
+        ckpt, keep = _sft_checkpoint_bytes(cfg, p.train_method), cfg.sft.save_total_limit
     else:
         train = cfg.train
         steps, per_step = train.max_steps, train.batch_size * train.grad_accum * train.block_size * world
@@ -362,6 +369,11 @@ def cost_lines(est: dict, *, spot: bool, max_run_hours: float) -> str:
     ]
     if e.get("command") == "sft":
         out.append("  note         azllm sft: at most this many tokens (steps x batch x sft.max_length)")
+    elif e.get("command") == "prefer":
+        out.append(
+            "  note         azllm prefer: at most this many tokens (steps x batch x preference.max_length x 2: "
+            "chosen and rejected); the reference's forward passes come on top unless precomputed"
+        )
     elif abs(e["tokens"] - e["planned_tokens"]) > 0.01 * e["planned_tokens"]:
         out.append(f"  note         benchmark.job.tokens plans {e['planned_tokens']:.3g}; the job trains on train's")
     if "hours" not in e:

@@ -20,14 +20,27 @@ Reads ``preference`` (and, through the SFT recipe, ``sft``, ``model``, ``data`` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
 from ..config import Config
 from .paths import Paths
 from .sources import resolve
 
-__all__ = ["preference_spec", "preference_base", "user_pairs", "preference_data", "judge", "prefer_command"]
+__all__ = [
+    "preference_spec",
+    "preference_base",
+    "user_pairs",
+    "preference_data",
+    "judge",
+    "data_rows",
+    "judgement_rows",
+    "page_record",
+    "prefer_command",
+    "preference_benchmark",
+]
 
 
 def preference_spec(cfg: Config, **over):
@@ -120,6 +133,7 @@ def preference_data(cfg: Config, model, tok, template: dict) -> dict:
     if not train or not held:
         raise ValueError(f"preference tuning needs training and held-out pairs; got {len(train)} and {len(held)}")
     check_lengths(train + held, tok, p.max_length)
+    counts["trained"] = len(train)
     return {"train": train, "held_out": held, "counts": counts, "shares": source_shares(train), "sft": data}
 
 
@@ -140,10 +154,10 @@ def _unpaired(pairs: list[dict]) -> list[dict]:
 
 def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dict:
     """Held-out preference accuracy (against ``sft_model`` when given, else the adapter disabled), chrF++ of the
-    held-out answers paired against the SFT model's, and the mean answer length of both."""
-    from ..evaluation.compare import difference
+    held-out answers paired against the SFT model's (:func:`azllm.recipes.sft.chrf_change`), and the mean answer
+    length of both."""
     from ..prefer.train import preference_accuracy
-    from .sft import scored_answers
+    from .sft import chrf_change, scored_answers
 
     p = cfg.preference
     acc = preference_accuracy(model, tok, data["held_out"], beta=p.beta, ref_model=sft_model, max_length=p.max_length)
@@ -151,9 +165,7 @@ def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dic
     before = scored_answers(cfg, sft_model, tok, template, data["sft"]) if sft_model is not None else None
     out = {"preference_accuracy": {k: v for k, v in acc.items() if k != "margins"}, "answers": after["rows"]}
     if before is not None:
-        b = {"value": before["chrf++"], "items": [r["chrf++"] for r in before["rows"]]}
-        a = {"value": after["chrf++"], "items": [r["chrf++"] for r in after["rows"]]}
-        out["chrf++"] = {"before": b["value"], "after": a["value"], **difference(b, a, z=cfg.evaluate.z)}
+        out["chrf"] = chrf_change(cfg, before, after)
         out["sft_answers"] = before["rows"]
     lengths = {"after": [len(r["answer"].split()) for r in after["rows"]]}
     if before is not None:
@@ -162,13 +174,110 @@ def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dic
     return out
 
 
-def prefer_command(cfg: Config, *, show=print) -> dict:
+def data_rows(record: dict) -> list[dict]:
+    """The pairs of a run (:func:`prefer_command`'s record), step by step: what each source gave, what
+    decontamination dropped, what was trained on and held out, with each source's share of the training pairs."""
+    c, shares = record["counts"], record["shares"]
+    built = c.get("on_policy") or {}
+    rows = [{"step": "user pairs (preference.sources)", "pairs": c.get("user", 0), "share": None}]
+    if built:
+        rows.append(
+            {
+                "step": f"built on-policy (reference over the model's answer; {built['same']} answers equal to the "
+                f"reference and {built['empty']} empty made no pair)",
+                "pairs": built["built"],
+                "share": None,
+            }
+        )
+    if "native_over_mt" in c:
+        rows.append({"step": "built: native over machine-translated", "pairs": c["native_over_mt"], "share": None})
+    dropped = sum(v for k, v in (c.get("decontaminated") or {}).items() if k != "examples")
+    rows.append({"step": "dropped: overlap with held-out or evaluation text", "pairs": dropped, "share": None})
+    rows += [{"step": f"trained on: {k}", "pairs": round(v * c["trained"]), "share": v} for k, v in shares.items()]
+    rows.append({"step": "held out (never trained on)", "pairs": c["held_out"]["built"], "share": None})
+    return rows
+
+
+def judgement_rows(record: dict) -> list[dict]:
+    """The held-out measures of a run, one row each: the SFT model (before) against the preference-tuned one
+    (after), the change with its standard error, its verdict, and the chance level where one exists.
+
+    Preference accuracy is judged against chance with the standard error chance itself would have
+    (``sqrt(0.25 / n)``: a binomial test), which also holds when every pair is right and the observed SE is 0."""
+    acc, words = record["preference_accuracy"], record["mean_answer_words"]
+    null_se = math.sqrt(acc["chance"] * (1 - acc["chance"]) / acc["n"])
+    rows = [
+        {
+            "measure": f"preference accuracy ({acc['n']} held-out pairs)",
+            "before": acc["chance"],
+            "after": acc["accuracy"],
+            "delta": acc["accuracy"] - acc["chance"],
+            "delta_se": null_se,
+            "verdict": _verdict(acc["accuracy"] - acc["chance"], null_se, record["z"]),
+            "chance": acc["chance"],
+        }
+    ]
+    ch = record.get("chrf")
+    if ch:
+        rows.append(
+            {
+                "measure": f"chrF++ ({ch['n']} held-out answers)",
+                **{k: ch[k] for k in ("before", "after", "delta", "delta_se", "verdict")},
+                "chance": None,
+            }
+        )
+    if "before" in words:
+        rows.append(
+            {
+                "measure": "mean answer words",
+                "before": words["before"],
+                "after": words["after"],
+                "delta": words["after"] - words["before"],
+                "delta_se": None,
+                "verdict": "length, not quality",
+                "chance": None,
+            }
+        )
+    return rows
+
+
+def page_record(record: dict) -> dict:
+    """What notebook 09 records under ``preference`` in ``metrics.json`` from :func:`prefer_command`'s record: the
+    run, the pairs step by step (:func:`data_rows`), the held-out judgement (:func:`judgement_rows`) with its parts,
+    the samples and the export's path."""
+    if record.get("interrupted"):
+        raise RuntimeError(f"preference tuning was interrupted at step {record.get('steps')}; rerun to resume it")
+    judgement = judgement_rows(record)
+    keep = ("method", "train_method", "base", "export", "preference_accuracy", "chrf", "mean_answer_words", "samples")
+    return {
+        **{k: record.get(k) for k in keep},
+        "steps": record["run"]["steps"],
+        "seconds": record["run"]["seconds"],
+        "pairs": data_rows(record),
+        "judgement": judgement,
+        "accuracy_verdict": judgement[0]["verdict"],
+    }
+
+
+def _verdict(delta: float, se: float, z: float) -> str:
+    return "gain" if delta > z * se else "loss" if delta < -z * se else "within noise"
+
+
+def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     """``azllm prefer PARAMS``: every step of the module docstring; returns (and writes to ``prefer.json`` in the
     run's folder) ``{"key", "output_dir", "base", "method", "train_method", "counts", "shares", "run",
-    "preference_accuracy", "chrf++", "mean_answer_words", "samples", "export"}`` (``interrupted`` on SIGTERM). A
-    finished run with the same key is returned as it is."""
+    "preference_accuracy", "chrf", "mean_answer_words", "samples", "export", "z"}`` (``interrupted`` on SIGTERM). A
+    finished run with the same key is returned as it is.
+
+    Inside a SageMaker job (:func:`azllm.sagemaker.job_paths`; ``launch.command: prefer``) the ``data`` channel is
+    the data root, the run's folder is in the synced checkpoint folder (a restarted spot job resumes there, or finds
+    the finished run), the merged export goes to ``SM_MODEL_DIR`` and ``prefer.json`` to ``SM_OUTPUT_DATA_DIR``. The
+    job needs ``preference.base`` (a hub id or a model the job can read): it does not run SFT first."""
+    import shutil
+
     import torch
 
+    from .. import sagemaker
     from ..assemble import load_base
     from ..prefer.train import run_preference
     from ..sft.template import add_token_rows, prepare_tokenizer
@@ -176,6 +285,14 @@ def prefer_command(cfg: Config, *, show=print) -> dict:
     from ..utils import atomic_write_json, json_hash, seed_everything, weights_id
     from .sft import load_base_tokenizer, lora_kwargs, model_kwargs
 
+    sm = sagemaker.job_paths(environ)
+    if sm is not None:
+        if not cfg.preference.base:
+            raise ValueError("a SageMaker preference job needs preference.base (a hub id, or the SFT job's model)")
+        if sm.get("data"):
+            from ..config import deep_update
+
+            cfg = Config.model_validate(deep_update(cfg.to_dict(), {"data": {"root": sm["data"]}}))
     base = preference_base(cfg, show)
     tok = load_base_tokenizer(base)
     template = prepare_tokenizer(tok, template="auto", name=str(base))
@@ -188,7 +305,7 @@ def prefer_command(cfg: Config, *, show=print) -> dict:
         desc["lora"] = lora_kwargs(cfg)
     pairs = [[p["prompt"], p["chosen"], p["rejected"]] for p in data["train"]]
     key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": [p["id"] for p in data["held_out"]]})
-    out = Paths(cfg).preference / f"{spec.method}-{method}-{key}"
+    out = (Path(sm["checkpoints"]) if sm else Paths(cfg).preference) / f"{spec.method}-{method}-{key}"
     try:
         done = json.loads((out / "prefer.json").read_text())
         if done.get("key") == key:
@@ -229,14 +346,24 @@ def prefer_command(cfg: Config, *, show=print) -> dict:
         "run": {k: v for k, v in r.items() if k not in ("model", "trainer")},
         **{k: v for k, v in verdict.items() if k not in ("answers", "sft_answers")},
         "samples": _samples(verdict, cfg.sft.samples_shown),
+        "z": cfg.evaluate.z,
         "export": str(_export(r, tok, template, out / "export")) if cfg.preference.export else None,
     }
+    if sm is not None and record["export"]:
+        model_dir = Path(sm["model_dir"])
+        model_dir.mkdir(parents=True, exist_ok=True)
+        for f in Path(record["export"]).iterdir():
+            shutil.copy(f, model_dir / f.name)
+        record["export"] = str(model_dir)
     atomic_write_json(out / "prefer.json", record)
+    if sm is not None and sm.get("output_dir"):
+        Path(sm["output_dir"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(out / "prefer.json", Path(sm["output_dir"]) / "prefer.json")
     acc = record["preference_accuracy"]
     show(
         f"prefer: held-out preference accuracy {acc['accuracy']:.3f} ± {acc['accuracy_se']:.3f} (chance 0.5, "
-        f"{acc['n']} pairs); chrF++ {record['chrf++']['before']:.2f} -> {record['chrf++']['after']:.2f} "
-        f"({record['chrf++']['delta']:+.2f} ± {record['chrf++']['se']:.2f}); export {record['export']}"
+        f"{acc['n']} pairs); chrF++ {record['chrf']['before']:.2f} -> {record['chrf']['after']:.2f} "
+        f"({record['chrf']['delta']:+.2f} ± {record['chrf']['delta_se']:.2f}); export {record['export']}"
     )
     return record
 
@@ -267,3 +394,40 @@ def _export(result: dict, tok, template: dict, out: Path) -> Path:
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
     GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False).save_pretrained(str(folder))
     return folder
+
+
+def preference_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 12, threads: int = 1) -> dict:
+    """:func:`azllm.bench.prefer.compare_preference` on the run's preference base (the SFT export), its template,
+    ``preference.train_method`` and LoRA, written to ``Paths.preference / "bench.json"``. The pairs are shaped like
+    the built ones without generating: each native training conversation's reference answer chosen over the next
+    one's (the speed of a step depends on the lengths, not on which answer is better)."""
+    from ..bench.prefer import compare_preference, pair_tokens
+    from ..sft.template import prepare_tokenizer
+    from ..utils import atomic_write_json
+    from .sft import load_base_tokenizer, lora_kwargs, sft_data
+
+    base = preference_base(cfg)
+    tok = load_base_tokenizer(base)
+    prepare_tokenizer(tok, template="auto", name=str(base))
+    convs = [c for c in sft_data(cfg, tok)["train"] if c["source"] in cfg.preference.build_sources]
+    if len(convs) < 2:
+        raise ValueError(f"bench prefer needs 2 or more training conversations of {cfg.preference.build_sources}")
+    pairs = [
+        {"prompt": c["messages"][:-1], "chosen": c["messages"][-1:], "rejected": convs[i - 1]["messages"][-1:]}
+        for i, c in enumerate(convs)
+    ]
+    spec = preference_spec(cfg, max_steps=steps, resume=False, method="dpo")
+    method = cfg.preference.train_method
+    res = compare_preference(
+        base=base,
+        pairs=pairs,
+        pair_tokens=pair_tokens(tok, pairs, spec.max_length),
+        method=method,
+        lora=lora_kwargs(cfg) if method != "full" else {},
+        spec={**dataclasses.asdict(spec), "report_to": []},
+        rounds=rounds,
+        threads=threads,
+    )
+    path = Paths(cfg).preference / "bench.json"
+    atomic_write_json(path, res)
+    return {**res, "path": str(path)}

@@ -1,0 +1,210 @@
+"""The study's published numbers, rendered from a run's ``metrics.json`` (``azllm results RUN_FOLDER``).
+
+Nothing in the README's results is typed by hand: :func:`record` keeps what the tables read from a run's
+``metrics.json`` (with the run's commit, params hash, machine and each page's time), the record is committed under
+``docs/`` (``docs/smollm2.json``), and :func:`markdown` renders the tables from it. The README holds that Markdown
+between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``; a test renders the committed record again and
+compares, so a number that differs from the recorded run fails the suite.
+
+    python -m azllm results reports/smollm2 --record docs/smollm2.json   # keep the record
+    python -m azllm results docs/smollm2.json                            # the Markdown, from the record
+
+Every score carries its standard error; ▲ / ▼ is a change beyond ``z`` standard errors of the difference (paired on
+the same items where items exist), · within noise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["record", "read_record", "markdown", "readme_block", "MARK"]
+
+MARK = "results:{name}"
+"""The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
+
+_SIGN = {"gain": "▲", "loss": "▼", "within noise": "·"}
+
+
+def record(doc: dict) -> dict:
+    """What the tables read of a ``metrics.json`` document, with where it came from.
+
+    >>> r = record({"run": {"run_name": "x", "git_commit": "abc", "params_hash": "h", "machine": {}}, "metrics": {},
+    ...             "notebooks": [{"name": "05_adapt", "seconds": 12.5, "status": "ok"}], "artifacts": {}})
+    >>> r["run"]["git_commit"], r["notebooks"]
+    ('abc', [{'name': '05_adapt', 'seconds': 12.5, 'status': 'ok'}])
+    """
+    m, run = doc["metrics"], doc["run"]
+    mach = run.get("machine") or {}
+    keep = {
+        "adapt": ("runs", "steps"),
+        "evaluate": ("before_after", "z"),
+        "sft": ("chrf_before_after", "tasks_before_after", "main"),
+        "preference": ("method", "train_method", "steps", "judgement", "tasks_before_after", "pairs"),
+        "distill": ("bpb",),
+        "deploy": ("summary",),
+    }
+    out = {
+        "run": {
+            **{k: run.get(k) for k in ("run_name", "params_file", "git_commit", "params_hash", "time_utc")},
+            "machine": {k: mach.get(k) for k in ("cpu", "cpu_count", "gpu", "platform") if k in mach},
+        },
+        "notebooks": [{k: n.get(k) for k in ("name", "seconds", "status")} for n in doc.get("notebooks") or []],
+        "artifacts": doc.get("artifacts") or {},
+    }
+    for section, keys in keep.items():
+        if m.get(section):
+            out[section] = {k: m[section][k] for k in keys if k in m[section]}
+    return out
+
+
+def read_record(path: str | os.PathLike) -> dict:
+    """The record of ``path``: a run folder (its ``metrics.json``), a ``metrics.json``, or a record file."""
+    p = Path(path)
+    doc = json.loads((p / "metrics.json" if p.is_dir() else p).read_text(encoding="utf-8"))
+    return doc if "metrics" not in doc else record(doc)
+
+
+def _f(x, fmt: str = "{:.3f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def _change(r: dict, fmt: str = "{:.3f}") -> str:
+    """``after (Δ ± se mark)`` of a before -> after row."""
+    d = f"{fmt.format(r['delta']).replace('-', '−')}" if r.get("delta") is not None else "—"
+    plus = "+" if (r.get("delta") or 0) >= 0 else ""
+    return f"{_f(r['after'], fmt)} ({plus}{d} ± {_f(r.get('delta_se'), fmt)} {_SIGN.get(r.get('verdict'), '')})"
+
+
+def _fmt(task: str, metric: str | None) -> str:
+    return "{:.2f}" if (metric or "").startswith("chrf") or task.startswith("chrF") else "{:.3f}"
+
+
+def _pages(rec: dict) -> list[str]:
+    nb = rec.get("notebooks") or []
+    if not nb:
+        return []
+    total = sum(n["seconds"] or 0 for n in nb)
+    cells = ", ".join(f"{n['name']} {n['seconds']:,.0f} s" for n in nb)
+    r = rec["run"]
+    return [
+        f"Run `{r['run_name']}` at commit {str(r['git_commit'])[:7]} (params hash {str(r['params_hash'])[:12]}), "
+        f"{r['time_utc'] or ''}: {cells}; **{total / 60:.1f} min in all**.",
+        "",
+    ]
+
+
+def _adapt(rec: dict) -> list[str]:
+    runs = (rec.get("adapt") or {}).get("runs") or []
+    if not runs:
+        return []
+    lines = [
+        "**Adaptation (05)**: bits per byte of the Azerbaijani and English held-out sets, before → after.",
+        "",
+        "| way / method | az bpb before → after | en bpb before → after | tokens/s | wall s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines.extend(
+        f"| {r['way']} / {r['method']} | {_f(r['az_bpb_before'])} → {_f(r['az_bpb_after'])} | "
+        f"{_f(r['en_bpb_before'])} → {_f(r['en_bpb_after'])} | {_f(r.get('tokens_per_s'), '{:,.0f}')} | "
+        f"{_f(r.get('wall_s'), '{:,.0f}')} |"
+        for r in runs
+    )
+    return [*lines, ""]
+
+
+def _tasks(rec: dict) -> list[str]:
+    rows = (rec.get("evaluate") or {}).get("before_after") or []
+    if not rows:
+        return []
+    runs = list(dict.fromkeys(f"{r['way']} / {r['method']}" for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    by = {(r["task"], f"{r['way']} / {r['method']}"): r for r in rows}
+    lines = [
+        "**Tasks before → after (06)**: each adaptation run against the base, on the same items.",
+        "",
+        f"| task | metric | items | chance | base | {' | '.join(runs)} |",
+        "| --- | --- | --- | --- | --- |" + " --- |" * len(runs),
+    ]
+    for t in tasks:
+        first = next(by[(t, run)] for run in runs if (t, run) in by)
+        fmt = _fmt(t, first.get("metric"))
+        cells = [_change(by[(t, run)], fmt) if (t, run) in by else "—" for run in runs]
+        lines.append(
+            f"| {t} | {first.get('metric')} | {first.get('n')} | {_f(first.get('chance'))} | "
+            f"{_f(first['before'], fmt)} ± {_f(first.get('before_se'), fmt)} | {' | '.join(cells)} |"
+        )
+    return [*lines, ""]
+
+
+def _pair_table(title: str, rows: list[dict]) -> list[str]:
+    lines = [title, "", "| measure | items | before | after (Δ ± SE) |", "| --- | --- | --- | --- |"]
+    for r in rows:
+        name = r.get("task") or r.get("measure")
+        fmt = _fmt(name, r.get("metric"))
+        lines.append(f"| {name} | {r.get('n', '—')} | {_f(r['before'], fmt)} | {_change(r, fmt)} |")
+    return [*lines, ""]
+
+
+def _sft(rec: dict) -> list[str]:
+    s = rec.get("sft") or {}
+    rows = [r for r in [s.get("chrf_before_after")] if r] + list(s.get("tasks_before_after") or [])
+    if not rows:
+        return []
+    return _pair_table("**Instruction tuning (07)**: the SFT base (before) against the SFT export (after).", rows)
+
+
+def _preference(rec: dict) -> list[str]:
+    p = rec.get("preference") or {}
+    judged = [
+        {**r, "task": r["measure"], "n": None}
+        if r["measure"].startswith("mean answer")
+        else {**r, "task": r["measure"]}
+        for r in p.get("judgement") or []
+    ]
+    rows = judged + list(p.get("tasks_before_after") or [])
+    if not rows:
+        return []
+    title = (
+        f"**Preference tuning (09)**: {str(p.get('method', '')).upper()} ({p.get('train_method')}, "
+        f"{p.get('steps')} steps), the SFT model (before; chance for the accuracy) against the tuned export (after)."
+    )
+    return _pair_table(title, rows)
+
+
+def _distill(rec: dict) -> list[str]:
+    v, s = (rec.get("distill") or {}).get("bpb") or {}, (rec.get("deploy") or {}).get("summary") or {}
+    lines = []
+    if v:
+        lines += [
+            f"**Distillation (08)**: {v['az_set']} bits per byte: teacher {_f(v['teacher_bpb'])}, KD student "
+            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {_f(v['kd_minus_ce'], '{:+.3f}')}).",
+            "",
+        ]
+    if s:
+        lines += [
+            f"**Deployment (08)**: the {s.get('model')} as GGUF {s.get('file')}: {_f(s.get('size_mb'), '{:.1f}')} MB "
+            f"(F16 {_f(s.get('f16_size_mb'), '{:.1f}')} MB), mean KL divergence against F16 "
+            f"{_f(s.get('mean_kld'), '{:.4f}')}, tokenizer parity {_f(s.get('parity_share'), '{:.1%}')} of "
+            f"{s.get('parity_lines'):,} lines.",
+            "",
+        ]
+    return lines
+
+
+def markdown(rec: dict) -> str:
+    """The run's tables as Markdown (what the README holds between its markers)."""
+    parts = [_pages(rec), _adapt(rec), _tasks(rec), _sft(rec), _preference(rec), _distill(rec)]
+    exports = sorted(k for k in rec.get("artifacts", {}) if "export" in k or k.startswith("gguf"))
+    if exports:
+        parts.append([f"Exports (`metrics.json` → `artifacts`): {', '.join(f'`{k}`' for k in exports)}.", ""])
+    return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+
+
+def readme_block(text: str, name: str) -> str:
+    """The Markdown between the README's markers of ``name`` (a ValueError when they are missing)."""
+    start, end = f"<!-- {MARK.format(name=name)} -->\n", f"<!-- /{MARK.format(name=name)} -->"
+    if start not in text or end not in text:
+        raise ValueError(f"no {start.strip()} ... {end} block")
+    return text.split(start, 1)[1].split(end, 1)[0]

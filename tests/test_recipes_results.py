@@ -1,0 +1,58 @@
+"""The README's results are a recorded run's, rendered (azllm.recipes.results, ``azllm results``): the committed
+record re-rendered equals the README's block, number for number; a record keeps where it came from."""
+
+import json
+
+from azllm.cli import main
+from azllm.recipes.results import markdown, read_record, readme_block, record
+from conftest import REPO
+
+RECORD = REPO / "docs" / "smollm2.json"
+
+
+def test_the_readme_results_are_the_recorded_run_rendered(capsys):
+    rec = read_record(RECORD)
+    block = readme_block((REPO / "README.md").read_text(encoding="utf-8"), "smollm2")
+    assert block == markdown(rec)
+    assert main(["results", str(RECORD)]) == 0
+    assert capsys.readouterr().out == block
+    assert rec["run"]["git_commit"] and rec["run"]["params_hash"] and rec["run"]["machine"]
+    assert [n["name"] for n in rec["notebooks"]] == [
+        "05_adapt",
+        "06_evaluate",
+        "07_sft",
+        "08_distill_deploy",
+        "09_preference",
+    ]
+
+
+def test_one_changed_number_changes_the_rendering():
+    rec = read_record(RECORD)
+    before = markdown(rec)
+    rec["adapt"]["runs"][0]["az_bpb_after"] += 0.001
+    assert markdown(rec) != before
+
+
+def test_a_record_is_kept_from_a_run_folder_and_read_back(tmp_path, capsys):
+    doc = {
+        "run": {"run_name": "r", "git_commit": "c0ffee0", "params_hash": "h" * 16, "time_utc": "t",
+                "machine": {"cpu": "x"}},
+        "notebooks": [{"name": "07_sft", "seconds": 60.0, "status": "ok", "html": "07_sft.html"}],
+        "artifacts": {"sft_export": "/a/export"},
+        "metrics": {
+            "sft": {
+                "chrf_before_after": {"task": "chrF++ (held-out answers)", "metric": "chrf++", "n": 24, "before": 9.1,
+                                      "after": 10.4, "delta": 1.3, "delta_se": 0.5, "verdict": "gain"},
+                "tasks_before_after": [],
+                "samples": ["not read by the tables"],
+            }
+        },
+    }  # fmt: skip
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.json").write_text(json.dumps(doc))
+    assert main(["results", str(tmp_path / "run"), "--record", str(tmp_path / "rec.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| chrF++ (held-out answers) | 24 | 9.10 | 10.40 (+1.30 ± 0.50 ▲) |" in out and "`sft_export`" in out
+    kept = json.loads((tmp_path / "rec.json").read_text())
+    assert kept == record(doc) and "samples" not in kept["sft"] and markdown(read_record(tmp_path / "rec.json")) == out
+    assert main(["results", str(tmp_path / "missing")]) == 2
