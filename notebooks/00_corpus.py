@@ -58,8 +58,9 @@ report.record(out_dir, "corpus", {k: manifest[k] for k in ("key", "inputs", "set
 report.record_artifact(out_dir, "corpus", folder)
 print(
     f"corpus {manifest['key']}: {perf['input_mb']:.1f} MB in {perf['seconds']:.0f} s on {perf['workers']} "
-    f"workers = {perf['mb_per_s_per_core']:.2f} MB/s per core; 15 GB on 16 cores: "
-    f"{perf['hours_for_15gb_on_16_cores']:.1f} h; peak memory {perf['peak_rss_mib_child']:.0f} MiB per worker"
+    f"workers = {perf['mb_per_s_per_core']:.2f} MB/s per core (15 GB on 16 cores at this rate, a straight line: "
+    f"{perf['hours_for_15gb_on_16_cores']:.1f} h; the measured growth to 1 GB is docs/scale.md); peak memory "
+    f"{perf['peak_rss_mib_child']:.0f} MiB per worker"
 )
 
 # %% [markdown]

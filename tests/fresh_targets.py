@@ -24,3 +24,24 @@ def sleep(job: dict) -> dict:
 
     time.sleep(job["s"])
     return {}
+
+
+def _burn(seconds: float) -> int:
+    """A worker's work: about ``seconds`` of CPU with 120 MB held."""
+    import time
+
+    held = bytearray(120 * 2**20)
+    held[::4096] = b"x" * len(held[::4096])
+    end, n = time.process_time() + seconds, 0
+    while time.process_time() < end:
+        n += 1
+    return n + len(held) * 0
+
+
+def forkserver_worker(job: dict) -> dict:
+    """One worker started by a forkserver (as datatrove starts its workers): not a child this process reaps."""
+    import multiprocessing as mp
+
+    with mp.get_context("forkserver").Pool(1) as pool:
+        pool.apply(_burn, (job["seconds"],))
+    return {}

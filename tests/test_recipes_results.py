@@ -4,7 +4,7 @@ record re-rendered equals the README's block, number for number; a record keeps 
 import json
 
 from azllm.cli import main
-from azllm.recipes.results import markdown, read_record, readme_block, record
+from azllm.recipes.results import deploy_markdown, markdown, read_record, readme_block, record
 from conftest import REPO
 
 RECORD = REPO / "docs" / "smollm2.json"
@@ -16,6 +16,8 @@ def test_the_readme_results_are_the_recorded_run_rendered(capsys):
     assert block == markdown(rec)
     assert main(["results", str(RECORD)]) == 0
     assert capsys.readouterr().out == block
+    details = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-deploy")
+    assert details == deploy_markdown(rec) and "| student | Q4_K_M |" in details
     assert rec["run"]["git_commit"] and rec["run"]["params_hash"] and rec["run"]["machine"]
     assert [n["name"] for n in rec["notebooks"]] == [
         "05_adapt",
@@ -31,6 +33,9 @@ def test_one_changed_number_changes_the_rendering():
     before = markdown(rec)
     rec["adapt"]["runs"][0]["az_bpb_after"] += 0.001
     assert markdown(rec) != before
+    speed = deploy_markdown(rec)
+    rec["deploy"]["speed"][0]["gen_tokens_per_s"] += 1
+    assert deploy_markdown(rec) != speed
 
 
 def test_a_record_is_kept_from_a_run_folder_and_read_back(tmp_path, capsys):

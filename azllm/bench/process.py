@@ -39,6 +39,7 @@ __all__ = [
     "busy_cpu_seconds",
     "rotation",
     "same_losses",
+    "TreeWatch",
 ]
 
 
@@ -119,14 +120,71 @@ def others_warning(results: list[dict], cores: int | None = None, limit: float =
     return {"others_cores_max": round(top, 3), "cores": cores, "load_warning": msg}
 
 
+class TreeWatch:
+    """Samples a process and all its descendants every ``interval`` seconds (psutil): each one's CPU seconds (its
+    own, not its children's, so nothing is counted twice) and peak RSS as last seen. Workers started by a forkserver
+    are not children the measured process waits for, so ``getrusage`` never counts them; this does. A process that
+    ends between two samples loses at most ``interval`` of CPU time, and an RSS peak shorter than that can be missed.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.25):
+        import threading
+
+        self.pid, self.interval = pid, interval
+        self.cpu: dict[int, float] = {}
+        self.rss: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> bool:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return False
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t, rss = p.cpu_times(), p.memory_info().rss
+            except psutil.Error:
+                continue
+            self.cpu[p.pid] = t.user + t.system
+            self.rss[p.pid] = max(self.rss.get(p.pid, 0), rss)
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self._sample():
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        """``tree_cpu_s`` (all processes seen), ``tree_processes`` and ``largest_rss_mb`` (the largest one's peak)."""
+        return {
+            "tree_cpu_s": round(sum(self.cpu.values()), 2),
+            "tree_processes": len(self.cpu),
+            "largest_rss_mb": round(max(self.rss.values(), default=0) / 2**20, 1),
+        }
+
+
 def run_fresh(
     target: str, job: dict, *, timeout_s: float = 3600, env: dict | None = None, cwd: str | os.PathLike | None = None
 ) -> dict:
     """Run ``target(job)`` in a fresh Python process and return its result dict (see the module docstring).
 
-    ``env``: variables laid over this process's environment for the child. ``others_cores``: the machine's busy
-    CPU time during the run less the child's (and its children's), per second of the run: what other processes
-    took (None off Linux).
+    ``env``: variables laid over this process's environment for the child. Added to the result: ``tree_cpu_s``,
+    ``tree_processes`` and ``largest_rss_mb`` of the child and every process below it (:class:`TreeWatch`, sampled),
+    and ``others_cores``: the machine's busy CPU time during the run less the tree's (the larger of the sampled
+    CPU and what ``getrusage`` reports for the reaped children), per second of the run: what other processes took
+    (None off Linux).
     """
     import resource
 
@@ -135,21 +193,26 @@ def run_fresh(
         jp.write_text(json.dumps(job))
         t0, busy0 = time.time(), busy_cpu_seconds()
         own0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
-                env={**os.environ, **(env or {})},
-                cwd=cwd,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
-            rc, err = proc.returncode, proc.stderr
-        except subprocess.TimeoutExpired:
-            rc, err = None, ""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "azllm.bench.process", target, str(jp), str(rp)],
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with TreeWatch(proc.pid) as watch:
+            try:
+                _, err = proc.communicate(timeout=timeout_s)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                rc, err = None, ""
         wall, busy1 = time.time() - t0, busy_cpu_seconds()
         own1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        own = own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime
+        tree = watch.summary()
+        own = max(own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime, tree["tree_cpu_s"])
         others = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - own) / max(wall, 1e-9)
         res = json.loads(rp.read_text()) if rp.is_file() else None
     if res is None:
@@ -160,7 +223,7 @@ def run_fresh(
         else:
             tail = "\n".join(err.strip().splitlines()[-6:])
             res = {"status": "crashed", "reason": f"exited with {rc}: {tail}"}
-    res.update(returncode=rc, wall_s=round(wall, 2), others_cores=None if others is None else round(others, 3))
+    res.update(returncode=rc, wall_s=round(wall, 2), others_cores=None if others is None else round(others, 3), **tree)
     return res
 
 

@@ -134,7 +134,7 @@ class TokenizerConfig(Section):
     comma."""
     input_sentence_size: int = 1_000_000
     """Sentence lines that SentencePiece trains on: a seeded sample, written once and shared by the sweep and the
-    main tokenizer (0: all). 1M lines are about 110 MB of Azerbaijani text; they bound the memory of training on a
+    main tokenizer (0: all). 1M lines are about 135 MB of Azerbaijani text; they bound the memory of training on a
     large corpus (measured in docs/scale.md). A corpus with fewer lines is read whole."""
     num_threads: int = 2
     """SentencePiece training threads."""

@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["record", "read_record", "markdown", "readme_block", "MARK"]
+__all__ = ["record", "read_record", "markdown", "deploy_markdown", "readme_block", "MARK"]
 
 MARK = "results:{name}"
 """The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
@@ -42,8 +42,8 @@ def record(doc: dict) -> dict:
         "evaluate": ("before_after", "z"),
         "sft": ("chrf_before_after", "tasks_before_after", "main"),
         "preference": ("method", "train_method", "steps", "judgement", "tasks_before_after", "pairs"),
-        "distill": ("bpb",),
-        "deploy": ("summary",),
+        "distill": ("bpb", "models"),
+        "deploy": ("summary", "parity", "files", "speed"),
     }
     out = {
         "run": {
@@ -74,10 +74,13 @@ def _change(r: dict, fmt: str = "{:.3f}") -> str:
     """``after (Δ ± se mark)`` of a before -> after row."""
     d = f"{fmt.format(r['delta']).replace('-', '−')}" if r.get("delta") is not None else "—"
     plus = "+" if (r.get("delta") or 0) >= 0 else ""
-    return f"{_f(r['after'], fmt)} ({plus}{d} ± {_f(r.get('delta_se'), fmt)} {_SIGN.get(r.get('verdict'), '')})"
+    mark = _SIGN.get(r.get("verdict"))
+    return f"{_f(r['after'], fmt)} ({plus}{d} ± {_f(r.get('delta_se'), fmt)}{' ' + mark if mark else ''})"
 
 
 def _fmt(task: str, metric: str | None) -> str:
+    if task.startswith("mean answer"):
+        return "{:.1f}"
     return "{:.2f}" if (metric or "").startswith("chrf") or task.startswith("chrF") else "{:.3f}"
 
 
@@ -143,7 +146,7 @@ def _pair_table(title: str, rows: list[dict]) -> list[str]:
     for r in rows:
         name = r.get("task") or r.get("measure")
         fmt = _fmt(name, r.get("metric"))
-        lines.append(f"| {name} | {r.get('n', '—')} | {_f(r['before'], fmt)} | {_change(r, fmt)} |")
+        lines.append(f"| {name} | {r.get('n') or '—'} | {_f(r['before'], fmt)} | {_change(r, fmt)} |")
     return [*lines, ""]
 
 
@@ -202,8 +205,71 @@ def markdown(rec: dict) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
+def deploy_markdown(rec: dict) -> str:
+    """Notebook 08's detail tables of a run (docs/results.md holds them between its markers): the students against
+    the teacher, tokenizer parity, each GGUF file's quality and the speed of each runtime."""
+    models = (rec.get("distill") or {}).get("models") or []
+    d = rec.get("deploy") or {}
+    lines = []
+    if models:
+        lines += [
+            "| model | parameters | layers | az bpb | English bpb | train tokens/s | weights MB |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        lines.extend(
+            f"| {r['model']} | {r['parameters_m']:.1f} M | {r['layers']} | {_f(r['az_bpb'])} | {_f(r['en_bpb'])} | "
+            f"{_f(r.get('train_tokens_per_s'), '{:,.0f}')} | {_f(r['weights_mb'], '{:,.0f}')} |"
+            for r in models
+        )
+        lines.append("")
+    if d.get("parity"):
+        lines += [
+            "| model | set | lines | equal | lines with added tokens | lines without |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        lines.extend(
+            f"| {r['model']} | {r['set']} | {r['lines']:,} | {_f(r['share'], '{:.1%}')} | {r['with_new_lines']:,} "
+            f"({_f(r['with_new_share'], '{:.1%}')}) | {r['without_new_lines']:,} "
+            f"({_f(r['without_new_share'], '{:.1%}')}) |"
+            for r in d["parity"]
+        )
+        lines.append("")
+    if d.get("files"):
+        lines += [
+            "| model | file | MB | bits / weight | tensor types | KLD against F16 | ppl ratio | same top-1 |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in d["files"]:
+            if r.get("mean_kld") is None:
+                kld, ppl = f"F16 against PyTorch: max diff {_f(r.get('vs_pytorch_max_abs_diff'))}", "—"
+                top = _f(r.get("vs_pytorch_top1"))
+            else:
+                kld = f"{_f(r['mean_kld'], '{:.4f}')} ± {_f(r.get('kld_se'), '{:.4f}')}"
+                ppl = f"{_f(r['ppl_ratio'])} ± {_f(r.get('ppl_ratio_se'))}"
+                top = f"{_f(r['same_top1'])} ± {_f(r.get('same_top1_se'))}"
+            lines.append(
+                f"| {r['model']} | {r['file']} | {_f(r['size_mb'], '{:.1f}')} | {_f(r['bits_per_weight'], '{:.2f}')} | "
+                f"{r['tensor_types']} | {kld} | {ppl} | {top} |"
+            )
+        lines.append("")
+    if d.get("speed"):
+        lines += [
+            "| model | runtime | prompt tokens/s | generated tokens/s | peak RSS MB | load s |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        lines.extend(
+            f"| {r['model']} | {r['runtime']} | {_f(r['prefill_tokens_per_s'], '{:,.0f}')} | "
+            f"{_f(r['gen_tokens_per_s'], '{:,.0f}')} | {_f(r['peak_rss_mb'], '{:,.0f}')} | "
+            f"{_f(r['load_s'], '{:.2f}')} |"
+            for r in d["speed"]
+        )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n" if lines else ""
+
+
 def readme_block(text: str, name: str) -> str:
-    """The Markdown between the README's markers of ``name`` (a ValueError when they are missing)."""
+    """The Markdown between the markers of ``name`` in ``text`` (the README, docs/results.md; a ValueError when they
+    are missing)."""
     start, end = f"<!-- {MARK.format(name=name)} -->\n", f"<!-- /{MARK.format(name=name)} -->"
     if start not in text or end not in text:
         raise ValueError(f"no {start.strip()} ... {end} block")

@@ -7,7 +7,8 @@ Reads the params' ``data.train`` (the files the text generator learns its words 
 kept sentence counts), and the run's artifacts go to ``<out>/artifacts/scale-<size>/``. Each stage runs in its own
 process (:func:`azllm.bench.process.run_fresh`, target :func:`stage_job`); its time is the stage's own call (the
 earlier stages' results are opened first, untimed), its peak RSS the larger of the process' own high-water mark
-and that of its largest child (the corpus stage's worker processes).
+and that of its largest child or descendant (the corpus stage's workers, started by datatrove's forkserver, are
+sampled by :class:`azllm.bench.process.TreeWatch`).
 
 What it records (:func:`scale_benchmark`, ``<out>/scale.json``): per size and stage, seconds, CPU seconds, peak
 RSS and the share of text the stage kept; per stage, the growth exponent of time and of peak RSS over size
@@ -193,6 +194,7 @@ def scale_benchmark(
             )
             ok_or_raise(r, f"bench scale {label} {stage}")
             row[stage] = {k: v for k, v in r.items() if k not in ("status", "returncode")}
+            row[stage]["peak_rss_mb"] = max(r["peak_rss_mb"], r.get("largest_rss_mb") or 0)  # forkserver workers
             row[stage]["commit"] = git_commit()
         runs.append(row)
     timed = [r[s] for r in runs for s in STAGES if s in r]
