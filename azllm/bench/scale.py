@@ -171,14 +171,20 @@ def generate_text(
 
 def growth(sizes: list[float], costs: list[float]) -> dict:
     """``{"exponent", "coefficient", "r2"}`` of ``cost = coefficient * size ** exponent`` (least squares on the
-    logs); an exponent of 1 is linear growth."""
+    logs); an exponent of 1 is linear growth. A cost that does not change fits exactly (exponent 0, r2 1).
+
+    >>> g = growth([64.0, 256.0], [231.0, 231.0])
+    >>> round(g["exponent"], 6), g["r2"]
+    (0.0, 1.0)
+    """
     x, y = np.log(np.asarray(sizes, float)), np.log(np.maximum(np.asarray(costs, float), 1e-12))
     if len(x) < 2 or np.ptp(x) == 0:
         raise ValueError("growth needs costs at two or more different sizes")
     b, a = np.polyfit(x, y, 1)
     fit = a + b * x
     ss = float(((y - y.mean()) ** 2).sum())
-    return {"exponent": float(b), "coefficient": float(np.exp(a)), "r2": 1.0 - float(((y - fit) ** 2).sum()) / ss}
+    r2 = 1.0 - float(((y - fit) ** 2).sum()) / ss if ss > 0 else 1.0
+    return {"exponent": float(b), "coefficient": float(np.exp(a)), "r2": r2}
 
 
 def extrapolate(fit: dict, size: float) -> float:
