@@ -17,6 +17,7 @@ __all__ = [
     "variant_bars",
     "predicted_vs_measured",
     "gain_vs_loss",
+    "genre_shares",
 ]
 
 
@@ -238,6 +239,19 @@ def corpus_removed(rows: list[dict]):
     ax.set_xlabel("MB (symmetric log scale)")
     ax.set_title("What each corpus step removed, per source")
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def genre_shares(rows: list[dict]):
+    """Horizontal bars: each origin's share of the adaptation's training bytes
+    (:func:`azllm.recipes.adapt.training_text`), replayed text in its own colour."""
+    rows = sorted(rows, key=lambda r: r["share"])
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.5))
+    colours = ["tab:orange" if r["origin"].startswith("replay: ") else "tab:blue" for r in rows]
+    ax.barh([r["origin"] for r in rows], [100 * r["share"] for r in rows], color=colours)
+    ax.set_xlabel("% of the training bytes")
+    ax.set_title("What the adaptation reads, by origin (replayed text in orange)")
     fig.tight_layout()
     return fig
 

@@ -13,7 +13,7 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
   :func:`prediction_notes`, :func:`cost_table`, :func:`job_cost_table`, :func:`fit_table`; the GPU run's
   the lines ``azllm bench gpu`` prints: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines`
   (:mod:`azllm.recipes.benchmark`);
-- adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`adapt_table`
+- adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`genre_table`, :func:`adapt_table`
   (:mod:`azllm.recipes.adapt`);
 - evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
   :func:`before_after_table` (every run, each task before -> after), :func:`conventions_table`,
@@ -57,6 +57,8 @@ __all__ = [
     "eval_lines",
     "before_after_table",
     "conventions_table",
+    "genre_table",
+    "stage_table",
     "contamination_table",
     "ranking_sentence",
     "moved_sentence",
@@ -148,6 +150,12 @@ LABELS = {
     "loss_share": "loss share",
     "before_answer": "before SFT",
     "before_chrf": "chrF++ before",
+    "delta": "change",
+    "delta_se": "± paired SE",
+    "mde": "MDE (80% power)",
+    "mean_words": "mean words",
+    "loop_share": "loop rate",
+    "stopped_share": "stopped at end of turn",
 }
 """Display label of each result key the tables show (a key not listed shows as it is)."""
 
@@ -609,6 +617,17 @@ def before_after_table(rows: list[dict], tasks: list[str]) -> list[dict]:
         row[r["task"]] = f"{r['before']:.3f} → {r['after']:.3f} (±{r['delta_se']:.3f}) {VERDICT_MARK[r['verdict']]}"
         row.update(labelled({**r, "wall_s": r["seconds"]}, ("az_bpb_after", "tokens_per_s", "wall_s")))
     return list(out.values())
+
+
+def genre_table(rows: list[dict]):
+    """:func:`azllm.recipes.adapt.training_text`'s rows by origin: documents, bytes and share of the bytes."""
+    return _frame(rows, ("origin", "documents", "bytes", "share"), "origin")
+
+
+def stage_table(rows: list[dict]):
+    """:func:`azllm.recipes.controls.stage_rows` by model, each difference with its verdict's mark."""
+    cols = ("model", "n", "chrf", "delta", "delta_se", "mde", "verdict", "mean_words", "loop_share", "stopped_share")
+    return _frame([{**r, "verdict": VERDICT_MARK.get(r["verdict"] or "", "")} for r in rows], cols, "model")
 
 
 def conventions_table(rows: list[dict]):

@@ -84,6 +84,20 @@ tables.extension_table(ext_rows).style.format(tables.number, na_rep="—") if ex
 )
 
 # %% [markdown]
+# ## What the model reads
+#
+# Every way trains on the same text: the first `adapt.az_train_bytes` of the training corpus, each file capped at
+# `adapt.az_bytes_per_file` so that one large genre (law is 44% of the shared corpus) cannot fill the budget, and
+# `adapt.replay` of replayed text (`adapt.replay_source`, English by default) spread among the documents to keep what
+# the base knows. Each origin's share of the bytes:
+
+# %%
+_, genres = adapt.training_text(cfg)
+report.record(out_dir, "adapt", {"genres": genres})
+fig = plots.genre_shares(genres)
+tables.genre_table(genres).style.format(tables.number, na_rep="—")
+
+# %% [markdown]
 # ## Adapting: every way, full fine-tuning and LoRA
 #
 # Evaluated before the first step (step 0: the base, with its new rows initialised) and every `adapt.eval_steps`.

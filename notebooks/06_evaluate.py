@@ -98,6 +98,18 @@ en = [t for t in E.en_tasks if t in before["tasks"]]
 pd.DataFrame(tables.before_after_table(rows, en)).set_index(["way", "method"]).style.format(tables.number, na_rep="—")
 
 # %% [markdown]
+# ## What each measure can detect
+#
+# Per task: its items, the median paired standard error of the runs' changes, the minimum detectable effect (the
+# smallest true change these items would call a gain four times in five: 2.8 standard errors) and the largest change
+# any run showed. A measure whose MDE exceeds every change a recipe can make needs more items, not more steps.
+
+# %%
+power = evaluate.power_rows(rows)
+report.record(out_dir, "evaluate", {"power": power})
+pd.DataFrame(power).set_index("task").style.format(tables.number, na_rep="—") if power else print("No task was scored.")
+
+# %% [markdown]
 # ## The ranking: Azerbaijani gain per device-hour
 #
 # One row per recipe, sorted by the gain of `evaluate.az_headline` per device-hour measured here (2 CPU cores),

@@ -26,3 +26,12 @@ def test_losses_noise_and_lower_is_better():
         == "gain"
     )
     assert difference({"value": 0.5}, {"value": 0.6})["verdict"] == "no error estimate"
+
+
+def test_the_minimum_detectable_effect_is_2_8_standard_errors_at_z_1_96():
+    from azllm.evaluation.compare import difference, mde
+
+    d = difference({"value": 0.5, "items": [1, 0, 1, 0, 1]}, {"value": 0.6, "items": [1, 1, 1, 0, 0]})
+    assert d["mde"] == pytest.approx((1.96 + 0.8416) * d["se"])
+    assert mde(0.1, z=2.0) == pytest.approx(0.28416)
+    assert difference({"value": 1.0, "items": [1, 1]}, {"value": 1.0, "items": [1, 1]})["mde"] is None

@@ -116,3 +116,13 @@ def test_an_empty_split_and_a_missing_path_are_errors(tmp_path):
     b.write_text("x\n")
     with pytest.raises(EvalDataError, match="must be line-parallel"):
         read_parallel(a, b)
+
+
+def test_a_sib200_folder_is_every_split_in_it_and_an_id_counts_once(tmp_path):
+    folder = EV / "az/eval/sib200/azj_Latn"
+    rows = read_sib200(folder, LABELS)
+    assert rows == read_sib200(folder / "dev.tsv", LABELS) + read_sib200(folder / "train.tsv", LABELS)
+    (tmp_path / "a.tsv").write_bytes((folder / "dev.tsv").read_bytes())
+    (tmp_path / "b.tsv").write_bytes((folder / "dev.tsv").read_bytes())
+    with pytest.raises(EvalDataError, match="appears twice"):
+        read_sib200(tmp_path, LABELS)

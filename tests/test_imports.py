@@ -185,6 +185,7 @@ RECIPE_IMPORTS = {
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
     "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
     "prefer": {"paths", "sft", "sources", "specs"},
+    "controls": {"adapt", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
     "results": set(),

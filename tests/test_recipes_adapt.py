@@ -89,3 +89,33 @@ def test_the_study_rows_and_the_winner_use_each_runs_own_set_names():
     assert rec["steps"] == cfg.adapt.steps
     with pytest.raises(ValueError, match="no adaptation run"):
         adapt.best_run([])
+
+
+def test_the_training_text_caps_each_genre_and_spreads_the_replay(tmp_path, monkeypatch, data_root):
+    """Each file capped at az_bytes_per_file (no genre fills the budget), replayed English at its share of the bytes,
+    spread among the Azerbaijani documents; the file is one per content and the rows add up."""
+    import json
+
+    from azllm.recipes import adapt
+
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path))
+    over = {"data": {"root": str(data_root)}, "adapt": {"az_train_bytes": 60_000, "az_bytes_per_file": 5_000}}
+    cfg = load_params(None, overrides=over)
+    path, rows = adapt.training_text(cfg)
+    docs = [json.loads(line)["text"] for line in path.read_text().splitlines()]
+    assert docs == adapt.az_documents(cfg) and len(rows) >= 12  # every genre, not the first files only
+    assert all(r["bytes"] <= 5_000 for r in rows) and sum(r["bytes"] for r in rows) <= 60_000
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    assert max(r["share"] for r in rows) < 0.1
+    cfg_r = load_params(None, overrides={**over, "adapt": {**over["adapt"], "replay": 0.25}})
+    path_r, rows_r = adapt.training_text(cfg_r)
+    replay = [r for r in rows_r if r["origin"].startswith("replay: ")]
+    assert [r["origin"] for r in replay] == ["replay: train.txt"]
+    assert replay[0]["share"] == pytest.approx(0.25, abs=0.02)
+    mixed = [json.loads(line)["text"] for line in path_r.read_text().splitlines()]
+    first_en = next(i for i, d in enumerate(mixed) if d not in docs)
+    assert first_en < 5 and mixed[-1] in docs or mixed[-2] in docs  # spread among them, not appended
+    assert [d for d in mixed if d in docs] == docs
+    assert adapt.training_text(cfg_r) == (path_r, rows_r) and path_r != path
+    runs = adapt.way_config(cfg_r, "keep", type("T", (), {"path": "t"})(), "base", type("T", (), {"path": "b"})())
+    assert runs.data.train.path == str(path_r) and runs.data.train.max_bytes is None

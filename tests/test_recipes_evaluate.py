@@ -216,3 +216,30 @@ def test_the_ranking_record_names_the_winner():
     rec = ranking_record(cfg, rank)
     assert rec["top"] == rank[1] and rec["ranking"] == rank and rec["az_headline"] == cfg.evaluate.az_headline
     assert ranking_record(cfg, rank[:1])["top"] is None
+
+
+def test_power_rows_give_each_tasks_median_se_and_mde():
+    from azllm.evaluation.compare import mde
+    from azllm.recipes.evaluate import power_rows
+
+    def row(task, se, delta, m=True):
+        return {
+            "task": task,
+            "language": "az",
+            "metric": "acc",
+            "n": 420,
+            "chance": 0.25,
+            "delta": delta,
+            "delta_se": se,
+            "mde": mde(se) if m else None,
+        }
+
+    rows = [
+        row("sib200_az", 0.02, -0.03),
+        row("sib200_az", 0.04, 0.05),
+        row("sib200_az", 0.03, 0.01),
+        row("tumlu_az", None, 0.0),
+    ]
+    (p,) = power_rows(rows)
+    assert p["task"] == "sib200_az" and p["n"] == 420 and p["chance"] == 0.25
+    assert p["median_se"] == 0.03 and p["mde"] == pytest.approx(2.8016 * 0.03) and p["largest_change"] == 0.05

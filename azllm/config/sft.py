@@ -171,8 +171,14 @@ class SftConfig(Section):
     """Experiment trackers of the Trainer ([] for none)."""
     max_new_tokens: int = 96
     """Tokens generated per held-out instruction (greedy)."""
+    repetition_penalty: float = Field(default=1.0, gt=0)
+    """The repetition control of every held-out answer and built pair, the same for every model: the CTRL penalty
+    on the answer's own tokens (:mod:`azllm.sft.generate`; 1.0: none, 1.2 in the SmolLM2 study)."""
     generate_batch_size: int = Field(default=8, ge=1)
     """Held-out prompts generated at once (left-padded, sorted by length; the same greedy answers as one at a time)."""
+    controls: bool = False
+    """Notebook 07 also answers with the original base (``adapt.base``) and trains the same SFT recipe on it, so
+    that the page shows which stage helps (:mod:`azllm.recipes.controls`; one more SFT run)."""
     samples_shown: int = 3
     """Held-out answers shown side by side with their references."""
     compare: list[SftVariant] = Field(

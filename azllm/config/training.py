@@ -350,6 +350,14 @@ class AdaptConfig(Section):
     """Held-out English: bits per byte before and after adaptation."""
     az_train_bytes: int = 4_000_000
     """Bytes of data.train the adaptation runs read (every way reads the same documents)."""
+    az_bytes_per_file: int | None = None
+    """Cap each file of data.train at this many bytes before ``az_train_bytes`` (a genre's share; None: the files in
+    order, as found, so that the first large file can fill the budget)."""
+    replay: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Share of the adaptation's training bytes that is ``replay_source`` text (English, to keep what the base
+    knows; SambaLingo mixes in 25%), spread evenly among the Azerbaijani documents. 0: none."""
+    replay_source: SourceConfig = source_field(path="data/en/train.txt")
+    """The replayed text."""
     ways: list[Literal["keep", "extend", "swap"]] = Field(default_factory=lambda: ["keep", "extend", "swap"])
     """keep the base tokenizer | extend it with n_new Azerbaijani tokens | swap in the run's Azerbaijani one."""
     methods: list[Literal["full", "lora"]] = Field(default_factory=lambda: ["full", "lora"])

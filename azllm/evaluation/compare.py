@@ -8,9 +8,15 @@ errors of the difference; otherwise it is **within noise**. The standard error:
   items' own difficulty from the noise, so it is the tighter and the right test here;
 - **unpaired** otherwise: ``sqrt(se_before**2 + se_after**2)``.
 
+The **minimum detectable effect** (``mde``) is the smallest true change that this test would call a gain or a loss
+four times in five: ``(z + 0.8416) * se`` (80% power; 2.80 standard errors at ``z`` 1.96). A change smaller than
+it can be real and still read "within noise": more items, not more steps, is then what the measure needs.
+
 >>> d = difference({"value": 0.30, "stderr": 0.02}, {"value": 0.40, "stderr": 0.02})
 >>> round(d["delta"], 2), round(d["se"], 4), d["verdict"], d["paired"]
 (0.1, 0.0283, 'gain', False)
+>>> round(d["mde"], 4)
+0.0792
 >>> difference({"value": 0.5, "items": [1, 0, 1, 0]}, {"value": 0.5, "items": [0, 1, 0, 1]})["verdict"]
 'within noise'
 """
@@ -19,14 +25,25 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["difference", "Z"]
+__all__ = ["difference", "mde", "Z", "POWER_Z"]
 
 Z = 1.96
 """Standard errors a difference must exceed to be called a gain or a loss."""
+POWER_Z = 0.8416
+"""The standard normal quantile of 80%: the power the minimum detectable effect is stated at."""
+
+
+def mde(se: float | None, *, z: float = Z) -> float | None:
+    """The minimum detectable effect of a difference with standard error ``se``: ``(z + POWER_Z) * se``.
+
+    >>> round(mde(1.0), 2)
+    2.8
+    """
+    return None if se is None else (z + POWER_Z) * se
 
 
 def difference(before: dict, after: dict, *, z: float = Z, higher_is_better: bool = True) -> dict:
-    """``{"delta", "se", "z", "paired", "verdict"}`` of two scores ``{"value", "stderr"?, "items"?}``."""
+    """``{"delta", "se", "z", "paired", "verdict", "mde"}`` of two scores ``{"value", "stderr"?, "items"?}``."""
     a, b = before.get("items"), after.get("items")
     paired = bool(a) and bool(b) and len(a) == len(b) and len(a) > 1
     if paired:
@@ -46,4 +63,11 @@ def difference(before: dict, after: dict, *, z: float = Z, higher_is_better: boo
         verdict = (
             "within noise" if delta == 0 else ("gain" if signed > 0 else "loss") if paired else "no error estimate"
         )
-    return {"delta": delta, "se": se, "z": delta / se if se > 0 else None, "paired": paired, "verdict": verdict}
+    return {
+        "delta": delta,
+        "se": se,
+        "z": delta / se if se > 0 else None,
+        "paired": paired,
+        "verdict": verdict,
+        "mde": mde(se, z=z) if se > 0 else None,
+    }

@@ -25,6 +25,8 @@ cycles (tests/test_imports.py).
   06, ``azllm eval``);
 - :mod:`~azllm.recipes.tasks`: the local task configs of ``evaluate`` and their decontamination sets;
 - :mod:`~azllm.recipes.sft`: instruction tuning (notebook 07, ``azllm sft``);
+- :mod:`~azllm.recipes.controls`: which stage helps: the original base, adapted, adapted + SFT and SFT only on the
+  same held-out answers (notebook 07);
 - :mod:`~azllm.recipes.sources`: which data a run gets (local files, the Hub, or the shipped sample), the pages'
   banner, and :func:`~azllm.recipes.sources.resolve` (a source of the params against the data root);
 - :mod:`~azllm.recipes.launch`: a params file as a SageMaker training job (``azllm launch``).

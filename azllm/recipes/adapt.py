@@ -50,6 +50,7 @@ __all__ = [
     "adapt_run",
     "extension_table",
     "az_documents",
+    "training_text",
     "tokenizer_rows",
     "best_run",
     "run_row",
@@ -136,11 +137,52 @@ def base_model(cfg: Config) -> tuple[str, object, dict | None]:
     return result["final_dir"], tok, result
 
 
-def az_documents(cfg: Config) -> list[str]:
-    """The Azerbaijani documents every way adapts on (``data.train``, first ``adapt.az_train_bytes``)."""
+def az_documents(cfg: Config, *, with_origin: bool = False) -> list:
+    """The Azerbaijani documents every way adapts on: ``data.train``, each file capped at
+    ``adapt.az_bytes_per_file``, the first ``adapt.az_train_bytes`` (``(origin, document)`` with ``with_origin``)."""
     from ..data import iter_documents
 
-    return list(iter_documents(resolve(cfg, cfg.data.train, max_bytes=cfg.adapt.az_train_bytes)))
+    a = cfg.adapt
+    r = resolve(cfg, cfg.data.train, max_bytes=a.az_train_bytes, max_bytes_per_file=a.az_bytes_per_file)
+    return list(iter_documents(r, with_origin=with_origin))
+
+
+def training_text(cfg: Config) -> tuple[Path, list[dict]]:
+    """The adaptation's training text as one jsonl file in ``Paths.adapt`` (rewritten only when it changes) and what
+    it holds: :func:`az_documents` with ``adapt.replay`` of ``adapt.replay_source`` spread evenly among them (after
+    each Azerbaijani document, replayed ones until their share of the bytes reaches ``adapt.replay``).
+
+    The rows: per origin (a file's name, a hub id, ``replay: <name>``), its documents, bytes and share of the bytes."""
+    from ..data import iter_documents
+    from ..utils import atomic_write_text, json_hash
+
+    a, rows, out = cfg.adapt, {}, []
+    replayed = iter(iter_documents(resolve(cfg, a.replay_source), with_origin=True)) if a.replay else iter(())
+    az_bytes = re_bytes = 0
+
+    def add(origin: str, doc: str) -> int:
+        b = len(doc.encode("utf-8"))
+        row = rows.setdefault(origin, {"origin": origin, "documents": 0, "bytes": 0})
+        row["documents"] += 1
+        row["bytes"] += b
+        out.append(json.dumps({"text": doc}, ensure_ascii=False))
+        return b
+
+    for origin, doc in az_documents(cfg, with_origin=True):
+        az_bytes += add(Path(origin).name if Path(origin).suffix else origin, doc)
+        while a.replay and re_bytes < a.replay * (az_bytes + re_bytes):
+            got = next(replayed, None)
+            if got is None:
+                break
+            re_bytes += add(f"replay: {Path(got[0]).name}", got[1])
+    total = az_bytes + re_bytes
+    for row in rows.values():
+        row["share"] = row["bytes"] / total
+    text = "\n".join(out) + "\n"
+    path = Paths(cfg).adapt / f"train-{json_hash(text, 12)}.jsonl"
+    if not path.is_file():
+        atomic_write_text(path, text)
+    return path, sorted(rows.values(), key=lambda r: -r["bytes"])
 
 
 def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None):
@@ -165,27 +207,33 @@ def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None
 
 
 def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
-    """The config of one way's runs: its tokenizer and token files, the base, the adaptation schedule, and the
-    two eval sets (:func:`az_set`, held-out English)."""
-    adapt = cfg.adapt
+    """The config of one way's runs: its tokenizer and token files, the training text (:func:`training_text`), the
+    base, the adaptation schedule, and the two eval sets (:func:`az_set`, held-out English)."""
     az = az_set(cfg)
+    text, _ = training_text(cfg)
     return derive(
         cfg,
         data={
-            "train": {**cfg.data.train.model_dump(), "max_bytes": adapt.az_train_bytes},
-            "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: adapt.english_eval.model_dump()},
+            "train": {
+                "path": str(text),
+                "text_field": "text",
+                "max_bytes": None,
+                "max_bytes_per_file": None,
+                "max_lines": None,
+            },
+            "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: cfg.adapt.english_eval.model_dump()},
         },
         tokens={"tokenizer": tok.path, "dir": str(Paths(cfg).adapt / f"{way}-tokens")},
         model={"base": str(base), "base_tokenizer": base_tok.path},
         train={
-            "max_steps": adapt.steps,
-            "eval_steps": adapt.eval_steps,
-            "save_steps": adapt.steps,
+            "max_steps": cfg.adapt.steps,
+            "eval_steps": cfg.adapt.eval_steps,
+            "save_steps": cfg.adapt.steps,
             "eval_on_start": True,
             "compare": [],
         },
         corpus={"enabled": False},
-    )  # the first adapt.az_train_bytes of data.train, as found
+    )
 
 
 def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> dict:

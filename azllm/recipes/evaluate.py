@@ -38,6 +38,7 @@ __all__ = [
     "settings_key",
     "score_model",
     "probe_scores",
+    "power_rows",
     "evaluate_model",
     "study",
     "before_after",
@@ -76,10 +77,11 @@ def probe_scores(cfg: Config, model, tokenizer) -> dict:
         if not train or not test:
             continue
         pairs = lambda rows: [(x["text"], x["label"]) for x in rows]  # noqa: E731
+        both = list({x["id"]: x for x in train + test}.values())  # an item in both splits (a folder of both) once
         r = probe_task(
             model,
             tokenizer,
-            pairs(train + test) if p.folds else pairs(train),
+            pairs(both) if p.folds else pairs(train),
             None if p.folds else pairs(test),
             seed=cfg.seed,
             layer=p.layer,
@@ -243,6 +245,7 @@ def pair_rows(cfg: Config, before: dict, after: dict) -> list[dict]:
                 "delta": d["delta"],
                 "delta_se": d["se"],
                 "verdict": d["verdict"],
+                "mde": d["mde"],
                 "chance": a.get("chance"),
                 "n": a.get("n"),
             }
@@ -278,6 +281,7 @@ def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> li
                     "delta_se": d["se"],
                     "paired": d["paired"],
                     "verdict": d["verdict"],
+                    "mde": d["mde"],
                     "chance": a.get("chance"),
                     "n": a.get("n"),
                     "az_bpb_after": run["final"][run["az_set"]]["bpb"] if run else None,
@@ -286,6 +290,27 @@ def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> li
                 }
             )
     return rows
+
+
+def power_rows(rows: list[dict]) -> list[dict]:
+    """What each measure can detect (:func:`before_after`'s rows): per task its items, chance, the median paired
+    standard error over the runs, the minimum detectable effect at 80% power (:func:`azllm.evaluation.compare.mde`)
+    and the largest change any run showed. A measure whose MDE is larger than every plausible gain needs more items,
+    not more steps."""
+    import statistics
+
+    out = {}
+    for r in rows:
+        if r["delta_se"] is None:
+            continue
+        t = out.setdefault(r["task"], {"task": r["task"], "language": r["language"], "metric": r["metric"]})
+        t.update(n=r["n"], chance=r["chance"])
+        t.setdefault("_se", []).append(r["delta_se"])
+        t.setdefault("_mde", []).append(r["mde"] if r["mde"] is not None else 0.0)
+        t["largest_change"] = max(t.get("largest_change", 0.0), abs(r["delta"]))
+    for t in out.values():
+        t["median_se"], t["mde"] = statistics.median(t.pop("_se")), statistics.median(t.pop("_mde"))
+    return list(out.values())
 
 
 def ranking(cfg: Config, rows: list[dict], runs: list[dict]) -> list[dict]:

@@ -83,7 +83,7 @@ def user_pairs(cfg: Config) -> list[dict]:
     return out
 
 
-def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, max_new_tokens: int, batch: int):
+def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, cfg: Config):
     from ..prefer.data import build_pairs
     from ..sft.generate import generate_answers
 
@@ -91,9 +91,10 @@ def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, 
         model,
         tok,
         convs,
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=cfg.sft.max_new_tokens,
         stop_ids=[template["end_of_turn_id"], tok.eos_token_id],
-        batch_size=batch,
+        batch_size=cfg.sft.generate_batch_size,
+        repetition_penalty=cfg.sft.repetition_penalty,
     )
     prompts = [c["messages"][:-1] for c in convs]
     return build_pairs(
@@ -115,16 +116,14 @@ def preference_data(cfg: Config, model, tok, template: dict) -> dict:
         if unknown:
             raise ValueError(f"preference.build_sources names {unknown}, not in sft.sources ({sorted(s.sources)})")
         convs = [c for c in data["train"] if c["source"] in p.build_sources][: p.build_prompts]
-        built, counts["on_policy"] = _answered_pairs(
-            model, tok, template, convs, "on_policy", s.max_new_tokens, s.generate_batch_size
-        )
+        built, counts["on_policy"] = _answered_pairs(model, tok, template, convs, "on_policy", cfg)
         native = [c for c in data["train"] if s.sources[c["source"]].origin == "native"]
         translated = [c for c in data["train"] if s.sources[c["source"]].origin == "translated"]
         mt = native_over_mt(native, translated)
         counts["native_over_mt"] = len(mt)
         train += built + mt
     held, counts["held_out"] = _answered_pairs(
-        model, tok, template, data["held_out"][: p.held_out_pairs], "held_out", s.max_new_tokens, s.generate_batch_size
+        model, tok, template, data["held_out"][: p.held_out_pairs], "held_out", cfg
     )
     texts, _ = eval_texts(cfg)
     train, counts["decontaminated"] = decontaminate_pairs(
@@ -283,7 +282,7 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     from ..sft.template import add_token_rows, prepare_tokenizer
     from ..sft.train import lora_config, prepare_model
     from ..utils import atomic_write_json, json_hash, seed_everything, weights_id
-    from .sft import load_base_tokenizer, lora_kwargs, model_kwargs
+    from .sft import decoding, load_base_tokenizer, lora_kwargs, model_kwargs
 
     sm = sagemaker.job_paths(environ)
     if sm is not None:
@@ -304,7 +303,8 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     if method != "full":
         desc["lora"] = lora_kwargs(cfg)
     pairs = [[p["prompt"], p["chosen"], p["rejected"]] for p in data["train"]]
-    key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": [p["id"] for p in data["held_out"]]})
+    held = [p["id"] for p in data["held_out"]]
+    key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": held, "decoding": decoding(cfg)})
     out = (Path(sm["checkpoints"]) if sm else Paths(cfg).preference) / f"{spec.method}-{method}-{key}"
     try:
         done = json.loads((out / "prefer.json").read_text())

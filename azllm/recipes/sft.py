@@ -57,6 +57,7 @@ __all__ = [
     "model_kwargs",
     "lora_kwargs",
     "scored_answers",
+    "decoding",
 ]
 
 
@@ -395,19 +396,25 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, 
     path = Path(result["output_dir"]) / "answers.json"
     if path.is_file():
         got = json.loads(path.read_text())
-        if got.get("key") == result["key"] and got.get("max_new_tokens") == cfg.sft.max_new_tokens:
+        if got.get("key") == result["key"] and got.get("decoding") == decoding(cfg):
             return got
     got = {
         "key": result["key"],
-        "max_new_tokens": cfg.sft.max_new_tokens,
+        "decoding": decoding(cfg),
         **scored_answers(cfg, _trained(result, base, template), tokenizer, template, data),
     }
     atomic_write_json(path, got)
     return got
 
 
+def decoding(cfg: Config) -> dict:
+    """What every held-out answer is decoded with: greedy, ``sft.max_new_tokens``, ``sft.repetition_penalty``."""
+    return {"greedy": True, "max_new_tokens": cfg.sft.max_new_tokens, "repetition_penalty": cfg.sft.repetition_penalty}
+
+
 def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -> dict:
-    """``{"rows", "chrf++", "stopped_share"}``: greedy answers to the held-out instructions, each with its chrF++."""
+    """``{"rows", "chrf++", "stopped_share", "loop_share", "mean_words"}``: greedy answers to the held-out
+    instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag."""
     from ..sft.generate import chrf_scores, generate_answers
 
     rows = generate_answers(
@@ -417,6 +424,7 @@ def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) ->
         max_new_tokens=cfg.sft.max_new_tokens,
         stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
         batch_size=cfg.sft.generate_batch_size,
+        repetition_penalty=cfg.sft.repetition_penalty,
     )
     scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
     for r, s in zip(rows, scores["per_answer"]):
@@ -425,6 +433,8 @@ def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) ->
         "rows": rows,
         "chrf++": scores["chrf++"],
         "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None,
+        "loop_share": sum(r["loop"] for r in rows) / len(rows) if rows else None,
+        "mean_words": sum(r["words"] for r in rows) / len(rows) if rows else None,
     }
 
 
@@ -446,7 +456,7 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
             "weights": weights_id(base),
             "data": data["key"],
             "template": tokenizer.chat_template,
-            "max_new_tokens": cfg.sft.max_new_tokens,
+            "decoding": decoding(cfg),
         }
     )
     path = Paths(cfg).sft / f"base-answers-{key}.json"
@@ -477,6 +487,7 @@ def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
         "delta": d["delta"],
         "delta_se": d["se"],
         "verdict": d["verdict"],
+        "mde": d["mde"],
         "n": len(a["items"]),
     }
 

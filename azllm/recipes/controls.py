@@ -1,0 +1,93 @@
+"""Which stage helps (notebook 07, ``sft.controls``): the same held-out native answers from four models, each paired
+against the original base.
+
+- **the original base**: the unadapted model of ``adapt.base`` (SmolLM2-135M-Instruct in the study), the bar to
+  beat;
+- **adapted**: notebook 05's adapted base before any SFT step;
+- **adapted + SFT**: notebook 07's main run;
+- **SFT only**: the same SFT recipe (data, steps, method) on the original base, without adaptation.
+
+Each row gives chrF++ of the answers, mean answer words, the loop rate (:func:`azllm.sft.generate.has_loop`), the
+share that stopped at the end of turn, and against the original base the paired chrF++ difference with its standard
+error, minimum detectable effect and verdict (:func:`azllm.evaluation.compare.difference`). Every model answers with
+the same decoding (:func:`azllm.recipes.sft.decoding`); answers pair by conversation id.
+
+With ``sft.base`` set (no adaptation study), there is no original base to compare with: :func:`original_base` is
+None and the page says so.
+"""
+
+from __future__ import annotations
+
+from ..config import Config
+from . import sft
+
+__all__ = ["original_base", "control_answers", "stage_rows", "STAGES"]
+
+STAGES = ("original base", "adapted", "adapted + SFT", "SFT only")
+"""The models of the comparison, in the order of the table."""
+
+
+def original_base(cfg: Config) -> str | None:
+    """The unadapted base (folder or hub id) SFT's base was adapted from: ``adapt.base``. None when ``sft.base``
+    names the base, or for the stand-in (no ``adapt.base``: an English LM pretrained in notebook 05, with no chat
+    template or instruction tuning to compare with)."""
+    if cfg.sft.base or not cfg.adapt.base:
+        return None
+    from .adapt import gguf_base
+
+    return gguf_base(cfg)
+
+
+def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print) -> dict[str, dict]:
+    """``{stage: answers}`` (:func:`azllm.recipes.sft.answers`' shape) of :data:`STAGES`: ``adapted`` and
+    ``adapted_sft`` are notebook 07's before and after; the original base's answers and its SFT run are made here
+    (each cached like notebook 07's)."""
+    out = {"adapted": adapted, "adapted + SFT": adapted_sft}
+    base = original_base(cfg)
+    if base is None:
+        return out
+    tok, template = sft.sft_tokenizer(cfg, base)
+    data = sft.sft_data(cfg, tok)
+    show(f"controls: the original base {base}: its answers, then the SFT recipe on it")
+    out["original base"] = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
+    run = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
+    out["SFT only"] = sft.answers(cfg, run, base=base, tokenizer=tok, template=template, data=data)
+    return {k: out[k] for k in STAGES if k in out}
+
+
+def stage_rows(cfg: Config, answers: dict[str, dict]) -> list[dict]:
+    """One row per stage: ``{"model", "n", "chrf", "mean_words", "loop_share", "stopped_share", "delta",
+    "delta_se", "mde", "verdict"}``, the difference paired per answer against the first stage (the original base
+    when it was scored), on the conversations every stage answered."""
+    from ..evaluation.compare import difference
+    from ..sft.generate import chrf_scores
+
+    if not answers:
+        return []
+    ids = set.intersection(*({r["id"] for r in a["rows"]} for a in answers.values()))
+    ref_name = next(iter(answers))
+    rows, ref = [], None
+    for name, a in answers.items():
+        got = sorted((r for r in a["rows"] if r["id"] in ids), key=lambda r: r["id"])
+        score = {
+            "value": chrf_scores([r["answer"] for r in got], [r["reference"] for r in got])["chrf++"],
+            "items": [r["chrf++"] for r in got],
+        }
+        ref = ref or score
+        d = difference(ref, score, z=cfg.evaluate.z) if name != ref_name else {}
+        n = len(got)
+        rows.append(
+            {
+                "model": name,
+                "n": n,
+                "chrf": score["value"],
+                "mean_words": sum(r["words"] for r in got) / n if n else None,
+                "loop_share": sum(r["loop"] for r in got) / n if n else None,
+                "stopped_share": sum(r["stopped"] for r in got) / n if n else None,
+                "delta": d.get("delta"),
+                "delta_se": d.get("se"),
+                "mde": d.get("mde"),
+                "verdict": d.get("verdict"),
+            }
+        )
+    return rows
