@@ -125,11 +125,15 @@ class SafetyCallback(_trainer_callback_base()):
     checkpoint and the run stops within ``logging_steps`` steps of it.
     """
 
-    def __init__(self, model, eval_info: dict[str, dict], output_dir: Path, grad_accum: int = 1):
+    def __init__(
+        self, model, eval_info: dict[str, dict], output_dir: Path, grad_accum: int = 1, key: str | None = None
+    ):
         self.model = model
         self.eval_info = eval_info
         self.output_dir = Path(output_dir)
         self.grad_accum = max(1, int(grad_accum))
+        self.key = key
+        """The run's key, written into every checkpoint's completeness marker: a run resumes only its own."""
         self.start_step = 0
         self._forwards = self._first_bad = None
         self.handle = model.register_forward_hook(self._check_loss)
@@ -153,7 +157,7 @@ class SafetyCallback(_trainer_callback_base()):
         if self._first_bad is None or int(self._first_bad) < 0:  # the one read of the flag: a sync
             return
         step = self.start_step + (int(self._first_bad) - 1) // self.grad_accum + 1
-        ck = latest_checkpoint(self.output_dir)
+        ck = latest_checkpoint(self.output_dir, key=self.key)
         raise NonFiniteLossError(
             f"training loss is nan/inf at step {step}: the run is stopped, nothing after it was saved. Last good "
             f"checkpoint: {ck or 'none yet'}. Lower train.lr, raise train.warmup_steps or check the data; resume "
@@ -175,7 +179,7 @@ class SafetyCallback(_trainer_callback_base()):
                 control.should_save = False
                 raise NonFiniteLossError(
                     f"weights became non-finite at step {state.global_step} ({bad[:3]}...); "
-                    f"not saved. Last good checkpoint: {latest_checkpoint(self.output_dir)}"
+                    f"not saved. Last good checkpoint: {latest_checkpoint(self.output_dir, key=self.key)}"
                 )
 
     def on_evaluate(self, args, state, control, metrics=None, **kw):
@@ -199,7 +203,7 @@ class SafetyCallback(_trainer_callback_base()):
         if args.should_save:
             ck = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if ck.is_dir():
-                atomic_write_json(ck / COMPLETE, {"step": state.global_step, "time": time.time()})
+                atomic_write_json(ck / COMPLETE, {"step": state.global_step, "time": time.time(), "key": self.key})
 
     def on_train_end(self, args, state, control, **kw):
         self.handle.remove()
@@ -306,10 +310,23 @@ class ProgressBarCallback(_trainer_callback_base()):
             self.bar = None
 
 
-def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint (``checkpoint-N`` holding ``azllm_complete.json``) of a run, or None."""
+def latest_checkpoint(output_dir: str | os.PathLike, *, key: str | None = None) -> Path | None:
+    """The newest complete checkpoint (``checkpoint-N`` holding ``azllm_complete.json``) of a run, or None. With
+    ``key``, only a checkpoint whose marker names that run key counts: a folder that holds another run's checkpoints
+    (the same name, other data or settings) is trained afresh, never resumed from what another run learned."""
     d = Path(output_dir)
     cks = [
         p for p in d.glob("checkpoint-*") if p.is_dir() and (p / COMPLETE).is_file() and p.name.split("-")[-1].isdigit()
     ]
+    if key is not None:
+        cks = [p for p in cks if _marker(p).get("key") == key]
     return max(cks, key=lambda p: int(p.name.split("-")[-1])) if cks else None
+
+
+def _marker(ck: Path) -> dict:
+    import json
+
+    try:
+        return json.loads((ck / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return {}

@@ -289,9 +289,9 @@ def run_training(
     }
     world = int(os.environ.get("WORLD_SIZE", "1"))
     trainer, (safety, throughput, stop) = _trainer(
-        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn
+        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn, key
     )
-    ck = latest_checkpoint(out) if spec.resume else None
+    ck = latest_checkpoint(out, key=key) if spec.resume else None
     malloc = keep_freed_memory() if not torch.cuda.is_available() else False
     t0 = time.perf_counter()
     try:
@@ -306,7 +306,7 @@ def run_training(
             "steps": trainer.state.global_step,
             "seconds": seconds,
             "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out)),
+            "checkpoint": str(latest_checkpoint(out, key=key)),
             "model": model,
             "trainer": trainer,
         }
@@ -325,7 +325,7 @@ def run_training(
         "key": key,
         "output_dir": str(out),
         "final_dir": str(final_dir),
-        "checkpoint": str(latest_checkpoint(out)) if latest_checkpoint(out) else None,
+        "checkpoint": str(latest_checkpoint(out, key=key)) if latest_checkpoint(out, key=key) else None,
         "resumed_from": str(ck) if ck else None,
         "steps": trainer.state.global_step,
         "seconds": seconds,
@@ -358,6 +358,7 @@ def _trainer(
     callbacks,
     progress: bool,
     loss_fn=None,
+    key: str | None = None,
 ):
     """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
     progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
@@ -366,7 +367,7 @@ def _trainer(
     from .tokens import TokenFile, TokenWindowDataset
 
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.block_size * world, spec.untimed_steps)
-    safety = SafetyCallback(model, eval_info, out, spec.grad_accum)
+    safety = SafetyCallback(model, eval_info, out, spec.grad_accum, key=key)
     stop = StopOnSignalCallback()
     rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
     n_params = sum(p.numel() for p in model.parameters())

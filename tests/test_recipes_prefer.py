@@ -12,6 +12,7 @@ import yaml
 from sft_helpers import SFT_DIR, tiny_base  # noqa: F401  (fixtures)
 
 from azllm.cli import main
+from azllm.recipes import prefer
 from conftest import FIXTURES
 
 
@@ -57,6 +58,12 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     chrf = record["chrf"]
     assert chrf["n"] > 0 and chrf["delta_se"] >= 0 and {"before", "after"} <= set(record["mean_answer_words"])
     assert len(record["samples"]) == 3 and all(s["sft"] is not None for s in record["samples"])
+    loops = record["loops"]
+    assert loops["n"] == chrf["n"] and 0 <= loops["before"] <= 1 and 0 <= loops["after"] <= 1
+    rows = {r["measure"].split(" (")[0]: r for r in prefer.judgement_rows(record)}
+    assert set(rows) == {"preference accuracy", "chrF++", "loop rate", "mean answer words"}
+    assert rows["preference accuracy"]["mde"] == pytest.approx(2.8016 * rows["preference accuracy"]["delta_se"])
+    assert rows["loop rate"]["delta"] == pytest.approx(loops["after"] - loops["before"])
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(record["export"])  # a plain folder: loads without peft

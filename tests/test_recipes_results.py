@@ -57,7 +57,32 @@ def test_a_record_is_kept_from_a_run_folder_and_read_back(tmp_path, capsys):
     (tmp_path / "run" / "metrics.json").write_text(json.dumps(doc))
     assert main(["results", str(tmp_path / "run"), "--record", str(tmp_path / "rec.json")]) == 0
     out = capsys.readouterr().out
-    assert "| chrF++ (held-out answers) | 24 | 9.10 | 10.40 (+1.30 ± 0.50 ▲) |" in out and "`sft_export`" in out
+    assert "| chrF++ (held-out answers) | 24 | 9.10 | 10.40 (+1.30 ± 0.50 ▲) | — |" in out and "`sft_export`" in out
     kept = json.loads((tmp_path / "rec.json").read_text())
     assert kept == record(doc) and "samples" not in kept["sft"] and markdown(read_record(tmp_path / "rec.json")) == out
     assert main(["results", str(tmp_path / "missing")]) == 2
+
+
+def test_the_stages_the_power_and_the_genres_are_rendered():
+    rec = {
+        "run": {"run_name": "r", "git_commit": "c0ffee0", "params_hash": "h", "time_utc": "t", "machine": {}},
+        "adapt": {"genres": [{"origin": "legal_codes.txt", "share": 0.1}, {"origin": "replay: train.txt",
+                                                                           "share": 0.25}]},
+        "evaluate": {"power": [{"task": "sib200_az", "metric": "acc", "n": 420, "chance": 0.143, "median_se": 0.02,
+                                "mde": 0.056, "largest_change": 0.03}]},
+        "sft": {
+            "decoding": {"greedy": True, "max_new_tokens": 48, "repetition_penalty": 1.2},
+            "stages": [
+                {"model": "original base", "n": 24, "chrf": 10.0, "delta": None, "delta_se": None, "mde": None,
+                 "verdict": None, "mean_words": 20.0, "loop_share": 0.25, "stopped_share": 0.5},
+                {"model": "adapted + SFT", "n": 24, "chrf": 12.5, "delta": 2.5, "delta_se": 1.0, "mde": 2.8,
+                 "verdict": "gain", "mean_words": 15.0, "loop_share": 0.0, "stopped_share": 1.0},
+            ],
+        },
+    }  # fmt: skip
+    out = markdown(rec)
+    assert "legal_codes.txt 10.0%, replay: train.txt 25.0%" in out
+    assert "| sib200_az | 420 | 0.143 | 0.020 | 0.056 | 0.030 |" in out
+    assert "repetition penalty 1.2" in out and "paired against original base" in out
+    assert "| original base | 10.00 | — | 20.0 | 25% | 50% |" in out
+    assert "| adapted + SFT | 12.50 (+2.50 ± 1.00 ▲) | 2.80 | 15.0 | 0% | 100% |" in out

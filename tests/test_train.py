@@ -145,6 +145,24 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
     assert again["cached"] and again["final"] == json.loads(json.dumps(r["final"]))
 
 
+def test_a_folder_holding_another_runs_checkpoints_is_trained_afresh(data, full_run, tmp_path):
+    """The same folder, other settings (a run key of its own): the other run's checkpoints are not resumed from,
+    so what the folder's old run learned never passes for the new one."""
+    import shutil
+
+    from azllm.train import latest_checkpoint
+
+    out = tmp_path / "run"
+    shutil.copytree(full_run["output_dir"], out)
+    (out / "results.json").unlink()
+    assert latest_checkpoint(out).name == "checkpoint-12"
+    assert latest_checkpoint(out, key=full_run["key"]).name == "checkpoint-12"
+    assert latest_checkpoint(out, key="another run") is None
+    r = _run(data, out, resume=True, train={"lr": 1e-3})
+    assert r["key"] != full_run["key"] and r["resumed_from"] is None and sorted(_losses(r)) == list(range(1, 13))
+    assert latest_checkpoint(out, key=r["key"]).name == "checkpoint-12"
+
+
 def test_grad_accumulation_and_checkpointing_match_the_plain_run(data, full_run, tmp_path):
     """Batch 2 x 2 accumulation steps with gradient checkpointing = batch 4: same samples, same losses."""
     r = _run(

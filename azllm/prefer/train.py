@@ -172,7 +172,8 @@ def run_preference(
         callbacks=callbacks,
         progress=progress,
     )
-    ck = latest_checkpoint(out) if spec.resume else None
+    parts["safety"].key = key  # checkpoints carry the run key: a run resumes only its own
+    ck = latest_checkpoint(out, key=key) if spec.resume else None
     t0 = time.perf_counter()
     try:
         with labelled_positions_only():
@@ -187,7 +188,7 @@ def run_preference(
             "steps": trainer.state.global_step,
             "seconds": seconds,
             "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out)),
+            "checkpoint": str(latest_checkpoint(out, key=key)),
             "model": trainer.model,
             "trainer": trainer,
         }

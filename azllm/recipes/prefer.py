@@ -169,8 +169,28 @@ def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dic
     lengths = {"after": [len(r["answer"].split()) for r in after["rows"]]}
     if before is not None:
         lengths["before"] = [len(r["answer"].split()) for r in before["rows"]]
+        out["loops"] = loop_change(cfg, before, after)
     out["mean_answer_words"] = {k: sum(v) / len(v) for k, v in lengths.items() if v}
     return out
+
+
+def loop_change(cfg: Config, before: dict, after: dict) -> dict:
+    """The loop rate (:func:`azllm.sft.generate.has_loop`) of the same held-out answers before -> after, paired per
+    answer (lower is better): ``{"before", "after", "delta", "delta_se", "verdict", "mde", "n"}``."""
+    from ..evaluation.compare import difference
+
+    b = {"value": before["loop_share"], "items": [float(r["loop"]) for r in before["rows"]]}
+    a = {"value": after["loop_share"], "items": [float(r["loop"]) for r in after["rows"]]}
+    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=False)
+    return {
+        "before": b["value"],
+        "after": a["value"],
+        "delta": d["delta"],
+        "delta_se": d["se"],
+        "verdict": d["verdict"],
+        "mde": d["mde"],
+        "n": len(a["items"]),
+    }
 
 
 def data_rows(record: dict) -> list[dict]:
@@ -203,6 +223,8 @@ def judgement_rows(record: dict) -> list[dict]:
 
     Preference accuracy is judged against chance with the standard error chance itself would have
     (``sqrt(0.25 / n)``: a binomial test), which also holds when every pair is right and the observed SE is 0."""
+    from ..evaluation.compare import mde
+
     acc, words = record["preference_accuracy"], record["mean_answer_words"]
     null_se = math.sqrt(acc["chance"] * (1 - acc["chance"]) / acc["n"])
     rows = [
@@ -213,6 +235,7 @@ def judgement_rows(record: dict) -> list[dict]:
             "delta": acc["accuracy"] - acc["chance"],
             "delta_se": null_se,
             "verdict": _verdict(acc["accuracy"] - acc["chance"], null_se, record["z"]),
+            "mde": mde(null_se, z=record["z"]),
             "chance": acc["chance"],
         }
     ]
@@ -222,6 +245,16 @@ def judgement_rows(record: dict) -> list[dict]:
             {
                 "measure": f"chrF++ ({ch['n']} held-out answers)",
                 **{k: ch[k] for k in ("before", "after", "delta", "delta_se", "verdict")},
+                "mde": ch.get("mde"),
+                "chance": None,
+            }
+        )
+    lo = record.get("loops")
+    if lo:
+        rows.append(
+            {
+                "measure": f"loop rate ({lo['n']} held-out answers; lower is better)",
+                **{k: lo[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
                 "chance": None,
             }
         )
@@ -234,6 +267,7 @@ def judgement_rows(record: dict) -> list[dict]:
                 "delta": words["after"] - words["before"],
                 "delta_se": None,
                 "verdict": "length, not quality",
+                "mde": None,
                 "chance": None,
             }
         )
@@ -247,7 +281,8 @@ def page_record(record: dict) -> dict:
     if record.get("interrupted"):
         raise RuntimeError(f"preference tuning was interrupted at step {record.get('steps')}; rerun to resume it")
     judgement = judgement_rows(record)
-    keep = ("method", "train_method", "base", "export", "preference_accuracy", "chrf", "mean_answer_words", "samples")
+    keep = ("method", "train_method", "base", "export", "preference_accuracy", "chrf", "loops", "mean_answer_words")
+    keep += ("samples",)
     return {
         **{k: record.get(k) for k in keep},
         "steps": record["run"]["steps"],
@@ -265,7 +300,8 @@ def _verdict(delta: float, se: float, z: float) -> str:
 def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     """``azllm prefer PARAMS``: every step of the module docstring; returns (and writes to ``prefer.json`` in the
     run's folder) ``{"key", "output_dir", "base", "method", "train_method", "counts", "shares", "run",
-    "preference_accuracy", "chrf", "mean_answer_words", "samples", "export", "z"}`` (``interrupted`` on SIGTERM). A
+    "preference_accuracy", "chrf", "loops", "mean_answer_words", "samples", "export", "z"}`` (``interrupted`` on
+    SIGTERM). A
     finished run with the same key is returned as it is.
 
     Inside a SageMaker job (:func:`azllm.sagemaker.job_paths`; ``launch.command: prefer``) the ``data`` channel is

@@ -38,9 +38,9 @@ def record(doc: dict) -> dict:
     m, run = doc["metrics"], doc["run"]
     mach = run.get("machine") or {}
     keep = {
-        "adapt": ("runs", "steps"),
-        "evaluate": ("before_after", "z"),
-        "sft": ("chrf_before_after", "tasks_before_after", "main"),
+        "adapt": ("runs", "steps", "genres"),
+        "evaluate": ("before_after", "power", "z"),
+        "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
         "preference": ("method", "train_method", "steps", "judgement", "tasks_before_after", "pairs"),
         "distill": ("bpb", "models"),
         "deploy": ("summary", "parity", "files", "speed"),
@@ -142,11 +142,64 @@ def _tasks(rec: dict) -> list[str]:
 
 
 def _pair_table(title: str, rows: list[dict]) -> list[str]:
-    lines = [title, "", "| measure | items | before | after (Δ ± SE) |", "| --- | --- | --- | --- |"]
+    lines = [title, "", "| measure | items | before | after (Δ ± SE) | MDE |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
         name = r.get("task") or r.get("measure")
         fmt = _fmt(name, r.get("metric"))
-        lines.append(f"| {name} | {r.get('n') or '—'} | {_f(r['before'], fmt)} | {_change(r, fmt)} |")
+        lines.append(
+            f"| {name} | {r.get('n') or '—'} | {_f(r['before'], fmt)} | {_change(r, fmt)} | {_f(r.get('mde'), fmt)} |"
+        )
+    return [*lines, ""]
+
+
+def _genres(rec: dict) -> list[str]:
+    rows = (rec.get("adapt") or {}).get("genres") or []
+    if not rows:
+        return []
+    shares = ", ".join(f"{r['origin']} {r['share']:.1%}" for r in rows)
+    return [f"**What the adaptation read (05)**, share of the training bytes: {shares}.", ""]
+
+
+def _power(rec: dict) -> list[str]:
+    rows = (rec.get("evaluate") or {}).get("power") or []
+    if not rows:
+        return []
+    lines = [
+        "**What each measure can detect (06)**: the median paired standard error of the runs' changes and the "
+        "minimum detectable effect (MDE, 80% power), beside the largest change any run showed.",
+        "",
+        "| task | items | chance | paired SE | MDE | largest change |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        fmt = _fmt(r["task"], r.get("metric"))
+        lines.append(
+            f"| {r['task']} | {r.get('n')} | {_f(r.get('chance'))} | {_f(r['median_se'], fmt)} | "
+            f"{_f(r['mde'], fmt)} | {_f(r['largest_change'], fmt)} |"
+        )
+    return [*lines, ""]
+
+
+def _stages(rec: dict) -> list[str]:
+    s = rec.get("sft") or {}
+    rows, dec = s.get("stages") or [], s.get("decoding") or {}
+    if not rows:
+        return []
+    lines = [
+        f"**Which stage helps (07)**: chrF++ of the same {rows[0]['n']} held-out native answers from each model "
+        f"(greedy, {dec.get('max_new_tokens')} new tokens, repetition penalty {dec.get('repetition_penalty')} on the "
+        f"answer's own tokens), each paired against {rows[0]['model']}; a loop is an answer in which one word 3-gram "
+        "occurs three times or more.",
+        "",
+        "| model | chrF++ (Δ ± SE) | MDE | mean words | loop rate | stopped |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        score = _change({**r, "after": r["chrf"]}, "{:.2f}") if r.get("delta") is not None else _f(r["chrf"], "{:.2f}")
+        lines.append(
+            f"| {r['model']} | {score} | {_f(r.get('mde'), '{:.2f}')} | {_f(r['mean_words'], '{:.1f}')} | "
+            f"{_f(r['loop_share'], '{:.0%}')} | {_f(r['stopped_share'], '{:.0%}')} |"
+        )
     return [*lines, ""]
 
 
@@ -198,7 +251,8 @@ def _distill(rec: dict) -> list[str]:
 
 def markdown(rec: dict) -> str:
     """The run's tables as Markdown (what the README holds between its markers)."""
-    parts = [_pages(rec), _adapt(rec), _tasks(rec), _sft(rec), _preference(rec), _distill(rec)]
+    parts = [_pages(rec), _genres(rec), _adapt(rec), _tasks(rec), _power(rec), _stages(rec), _sft(rec)]
+    parts += [_preference(rec), _distill(rec)]
     exports = sorted(k for k in rec.get("artifacts", {}) if "export" in k or k.startswith("gguf"))
     if exports:
         parts.append([f"Exports (`metrics.json` → `artifacts`): {', '.join(f'`{k}`' for k in exports)}.", ""])

@@ -382,7 +382,8 @@ def run_sft(
         eos = [i for i in (end_of_turn_id, tokenizer.eos_token_id) if i is not None]
         base.generation_config.eos_token_id = list(dict.fromkeys(eos))
     mask = loss_token_share(trainer.train_dataset)
-    ck = latest_checkpoint(out) if spec.resume else None
+    parts["safety"].key = key  # checkpoints carry the run key: a run resumes only its own
+    ck = latest_checkpoint(out, key=key) if spec.resume else None
     if not torch.cuda.is_available():
         keep_freed_memory()
     t0 = time.perf_counter()
@@ -400,7 +401,7 @@ def run_sft(
             "steps": trainer.state.global_step,
             "seconds": seconds,
             "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out)),
+            "checkpoint": str(latest_checkpoint(out, key=key)),
             "model": trainer.model,
             "trainer": trainer,
         }
