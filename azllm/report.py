@@ -341,6 +341,8 @@ def _tokens_answer(m: dict) -> tuple | None:
 
 
 def _sft_answer(m: dict) -> tuple | None:
+    from .recipes.controls import stage_sentence
+
     s = m.get("sft") or {}
     c = s.get("chrf_before_after") or {}
     if c.get("after") is None:
@@ -352,10 +354,12 @@ def _sft_answer(m: dict) -> tuple | None:
         if tasks
         else ("; every task within noise" if s.get("tasks_before_after") else "")
     )
+    stages = s.get("stages") or []
+    against = f"; {stage_sentence(stages)}" if len(stages) > 1 else ""
     return (
         "Does instruction tuning help (held-out answers)",
         f"chrF++ of {c.get('n')} held-out answers {_f(c.get('before'), '{:.2f}')} → {_f(c['after'], '{:.2f}')} "
-        f"({_f(c.get('delta'), '{:+.2f}')} ± {_f(c.get('delta_se'), '{:.2f}')}, {c.get('verdict')}){moved}",
+        f"({_f(c.get('delta'), '{:+.2f}')} ± {_f(c.get('delta_se'), '{:.2f}')}, {c.get('verdict')}){moved}{against}",
         "the SFT base's own answers before any step; a gain only beyond 1.96 paired standard errors",
         "07_sft.html",
     )

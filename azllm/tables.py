@@ -614,7 +614,9 @@ def before_after_table(rows: list[dict], tasks: list[str]) -> list[dict]:
         if r["task"] not in tasks:
             continue
         row = out.setdefault((r["way"], r["method"]), {"way": r["way"], "method": r["method"]})
-        row[r["task"]] = f"{r['before']:.3f} → {r['after']:.3f} (±{r['delta_se']:.3f}) {VERDICT_MARK[r['verdict']]}"
+        row[r["task"]] = (
+            f"{number(r['before'])} → {number(r['after'])} (±{number(r['delta_se'])}) {VERDICT_MARK[r['verdict']]}"
+        )
         row.update(labelled({**r, "wall_s": r["seconds"]}, ("az_bpb_after", "tokens_per_s", "wall_s")))
     return list(out.values())
 

@@ -74,6 +74,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -110,6 +111,10 @@ __all__ = [
     "generate",
     "keep_freed_memory",
     "METHODS",
+    "TrainResult",
+    "curves",
+    "interrupted_result",
+    "save_final",
 ]
 
 # ----------------------------------------------------------------------------------------------------- data
@@ -175,7 +180,45 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
 # ---------------------------------------------------------------------------------------------------- train
 
 
-def _curves(log_history: list[dict]) -> dict:
+class TrainResult(TypedDict, total=False):
+    """What a training run returns (:func:`run_training`; ``results.json`` holds it less ``model`` and
+    ``trainer``): pretraining, adaptation and distillation runs. A run a signal stopped has ``interrupted`` and no
+    ``final`` (:func:`interrupted_result`)."""
+
+    key: str
+    method: str
+    output_dir: str
+    final_dir: str
+    checkpoint: str | None
+    resumed_from: str | None
+    steps: int
+    seconds: float
+    curves: dict
+    final: dict[str, dict]
+    throughput: dict
+    eval_sets: dict[str, dict]
+    world_size: int
+    precision: dict
+    lr: float
+    max_steps: int
+    fsdp: bool
+    freed_memory_kept: bool
+    cached: bool
+    interrupted: str
+    model: Any
+    trainer: Any
+
+
+def curves(log_history: list[dict], *, one_set: bool = False) -> dict:
+    """The curves of a Trainer's ``log_history``, the one reader for pretraining, distillation, SFT and preference
+    tuning: ``{"train": [{"step", "loss", "lr", "grad_norm"}], "eval": {set: [{"step", "loss", "ppl", "bpb"}]}}``,
+    a set per ``eval_<set>_loss`` key. ``one_set``: the trainer evaluates one held-out set, logged as ``eval_loss``
+    (TRL's trainers), and ``"eval"`` is that set's list.
+
+    >>> log = [{"step": 1, "loss": 2.0, "learning_rate": 1e-3}, {"step": 1, "eval_loss": 2.5}]
+    >>> curves(log, one_set=True)["eval"]
+    [{'step': 1, 'loss': 2.5, 'ppl': None, 'bpb': None}]
+    """
     train = [
         {"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
         for h in log_history
@@ -189,7 +232,22 @@ def _curves(log_history: list[dict]) -> dict:
                 evals.setdefault(name, []).append(
                     {"step": h["step"], "loss": v, "ppl": h.get(f"eval_{name}_ppl"), "bpb": h.get(f"eval_{name}_bpb")}
                 )
-    return {"train": train, "eval": evals}
+    return {"train": train, "eval": evals.get("", []) if one_set else evals}
+
+
+def interrupted_result(trainer, *, key: str, out: Path, seconds: float, stopped) -> TrainResult:
+    """The result of a run a signal stopped (every rank wrote a complete checkpoint at this step; no final
+    evaluation, no ``results.json``): the run resumes from ``checkpoint`` when it is started again."""
+    return {
+        "key": key,
+        "interrupted": stopped,
+        "steps": trainer.state.global_step,
+        "seconds": seconds,
+        "output_dir": str(out),
+        "checkpoint": str(latest_checkpoint(out, key=key)),
+        "model": trainer.model,
+        "trainer": trainer,
+    }
 
 
 def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
@@ -256,7 +314,7 @@ def run_training(
     callbacks: list | tuple = (),
     progress: bool = True,
     loss_fn=None,
-) -> dict:
+) -> TrainResult:
     """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
 
     ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
@@ -299,19 +357,10 @@ def run_training(
     finally:
         safety.handle.remove()
     seconds = time.perf_counter() - t0
-    if stop.stopped:  # every rank wrote a complete checkpoint at this step; no final evaluation, no results.json
-        return {
-            "key": key,
-            "interrupted": stop.stopped,
-            "steps": trainer.state.global_step,
-            "seconds": seconds,
-            "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out, key=key)),
-            "model": model,
-            "trainer": trainer,
-        }
+    if stop.stopped:
+        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=stop.stopped)
     final = _final_metrics(trainer, safety, eval_info)
-    final_dir = _save_final(
+    final_dir = save_final(
         trainer,
         out,
         {
@@ -329,7 +378,7 @@ def run_training(
         "resumed_from": str(ck) if ck else None,
         "steps": trainer.state.global_step,
         "seconds": seconds,
-        "curves": _curves(trainer.state.log_history),
+        "curves": curves(trainer.state.log_history),
         "final": final,
         "throughput": throughput.summary(),
         "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
@@ -483,16 +532,20 @@ def _final_metrics(trainer, safety, eval_info: dict) -> dict:
     }
 
 
-def _save_final(trainer, out: Path, meta: dict) -> Path:
-    """The final model (adapters alone for LoRA) in ``out/final``, written to a temporary folder and renamed. Every
-    rank calls ``save_model`` (FSDP and ZeRO-3 gather the full weights together); rank 0 writes."""
+def save_final(trainer, out: Path, meta: dict, *, tokenizer=None, meta_file: str = "azllm_model.json") -> Path:
+    """The final model (adapters alone for LoRA) in ``out/final`` with ``meta`` in ``meta_file`` and, when given,
+    the tokenizer and its chat template: the one final save of pretraining, distillation, SFT and preference
+    tuning, written to a temporary folder and renamed. Every rank calls ``save_model`` (FSDP and ZeRO-3 gather the
+    full weights together); rank 0 writes."""
     final_dir = out / "final"
     tmp = out / ".final.tmp"
     if trainer.is_world_process_zero():
         shutil.rmtree(tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
     if trainer.is_world_process_zero():
-        atomic_write_json(tmp / "azllm_model.json", meta)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp))
+        atomic_write_json(tmp / meta_file, meta)
         replace_dir(tmp, final_dir)
     return final_dir
 

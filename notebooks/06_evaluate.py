@@ -49,6 +49,7 @@ from IPython.display import display
 
 from azllm import plots, recipes, report, tables
 from azllm.recipes import adapt, evaluate
+from azllm.recipes.paths import run_name
 
 cfg = recipes.setup(params_file)
 A, E = cfg.adapt, cfg.evaluate
@@ -63,10 +64,12 @@ A, E = cfg.adapt, cfg.evaluate
 study = adapt.run_study(cfg)
 base, base_tok, toks, runs = study.base, study.base_tok, study.toks, study.runs
 before, after = evaluate.study(cfg, base, base_tok, runs, toks)
-report.record(out_dir, "evaluate", {"base": before, "after": {f"{w}-{m}": r for (w, m), r in after.items()}})
+report.record(out_dir, "evaluate", {"base": before, "after": {run_name(w, m): r for (w, m), r in after.items()}})
 for r in runs:  # each way's merged export (what was scored), for `azllm eval` and plain transformers
     report.record_artifact(
-        out_dir, f"adapt_export/{r['way']}-{r['method']}", adapt.export_run(cfg, r, base, base_tok, toks[r["way"]])
+        out_dir,
+        f"adapt_export/{run_name(r['way'], r['method'])}",
+        adapt.export_run(cfg, r, base, base_tok, toks[r["way"]]),
     )
 print(f"{len(after)} runs and the base scored; lm-eval {before['lm_eval']}")
 

@@ -2,6 +2,7 @@
 log-probabilities, the LoRA reference as the adapter disabled, held-out preference accuracy, resume and KTO."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -88,24 +89,30 @@ def test_a_run_resumes_from_its_newest_checkpoint(tiny_base, conversations, tmp_
     assert r["resumed_from"] and r["resumed_from"].endswith("checkpoint-2") and r["steps"] == 4
 
 
-def test_kto_trains_on_unpaired_labels(tiny_base, conversations, tmp_path):
+@pytest.mark.parametrize("method", ["kto", "orpo"])
+def test_kto_on_unpaired_labels_and_orpo_without_a_reference(method, tiny_base, conversations, tmp_path):
+    """KTO on the pairs split into good and bad completions; ORPO (TRL's experimental trainer) on the pairs, with no
+    reference model. Each logs finite losses, evaluates and saves its final model."""
     pairs = fixture_pairs(conversations, n=8)
-    unpaired = [
-        {"id": f"{p['id']}/{k}", "source": "fixture", "prompt": p["prompt"], "completion": p[k], "label": k == "chosen"}
-        for p in pairs
-        for k in ("chosen", "rejected")
-    ]
+    if method == "kto":
+        pairs = [
+            {"id": f"{p['id']}/{k}", "source": "fixture", "prompt": p["prompt"], "completion": p[k],
+             "label": k == "chosen"}
+            for p in pairs
+            for k in ("chosen", "rejected")
+        ]  # fmt: skip
     model, tok, peft = model_and_tokenizer(tiny_base)
-    spec = tiny_pref_spec(method="kto", max_steps=2, eval_steps=2, batch_size=4)
+    spec = tiny_pref_spec(method=method, max_steps=2, eval_steps=2, batch_size=4)
     r = run_preference(
         model,
         tok,
         spec,
-        train_pairs=unpaired,
-        eval_pairs=unpaired[:4],
-        output_dir=tmp_path / "kto",
-        key="k",
+        train_pairs=pairs,
+        eval_pairs=pairs[:4],
+        output_dir=tmp_path / method,
+        key=method,
         peft_config=peft,
         progress=False,
     )
-    assert r["steps"] == 2 and r["curves"]["train"] and "eval_loss" in r["eval"]
+    assert r["steps"] == 2 and all(math.isfinite(h["loss"]) for h in r["curves"]["train"]) and r["curves"]["train"]
+    assert "eval_loss" in r["eval"] and (tmp_path / method / "final" / "azllm_preference.json").is_file()

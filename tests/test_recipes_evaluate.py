@@ -243,3 +243,23 @@ def test_power_rows_give_each_tasks_median_se_and_mde():
     (p,) = power_rows(rows)
     assert p["task"] == "sib200_az" and p["n"] == 420 and p["chance"] == 0.25
     assert p["median_se"] == 0.03 and p["mde"] == pytest.approx(2.8016 * 0.03) and p["largest_change"] == 0.05
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("name", ["smollm2", "smollm2_long"])
+def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
+    """Every local task of both studies resolves under the shared data root; the long study scores SIB-200 on
+    train + dev (420 items) and FLORES on 100 sentences each way, with the probe's items counted once."""
+    from azllm.evaluation.tasks import task_rows
+    from azllm.recipes.tasks import local_configs, probe_rows
+
+    cfg = load_params(REPO / f"params/{name}.yaml", overrides={"data": {"root": str(shared)}})
+    configs = {c["task"]: c for c in local_configs(cfg)}
+    sib = task_rows(configs["sib200_az"], "test")
+    flores = task_rows(configs["flores_en_az"], "test")
+    train, test = probe_rows(cfg, "sib200_az")
+    assert len({r["id"] for r in train + test}) == 420
+    if name == "smollm2_long":
+        assert len(sib) == 420 and len(flores) == 100 and cfg.adapt.replay == 0.25
+    else:
+        assert len(sib) == 47 and len(flores) == 8 and cfg.sft.controls and cfg.sft.repetition_penalty == 1.2

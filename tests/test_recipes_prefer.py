@@ -90,7 +90,7 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     trained = [r for r in m["pairs"] if r["step"].startswith("trained on")]
     assert trained and abs(sum(r["share"] for r in trained) - 1) < 1e-9
     judged = {r["measure"].split(" (")[0]: r for r in m["judgement"]}
-    assert set(judged) == {"preference accuracy", "chrF++", "mean answer words"}
+    assert set(judged) == {"preference accuracy", "chrF++", "loop rate", "mean answer words"}
     acc = judged["preference accuracy"]
     assert acc["before"] == 0.5 and abs(acc["delta_se"] - (0.25 / m["preference_accuracy"]["n"]) ** 0.5) < 1e-12
     assert {r["task"] for r in m["tasks_before_after"]} >= {"sib200_az", "sib200_en"}

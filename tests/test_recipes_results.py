@@ -83,6 +83,6 @@ def test_the_stages_the_power_and_the_genres_are_rendered():
     out = markdown(rec)
     assert "legal_codes.txt 10.0%, replay: train.txt 25.0%" in out
     assert "| sib200_az | 420 | 0.143 | 0.020 | 0.056 | 0.030 |" in out
-    assert "repetition penalty 1.2" in out and "paired against original base" in out
+    assert "repetition penalty 1.2" in out and "paired against the original base" in out
     assert "| original base | 10.00 | — | 20.0 | 25% | 50% |" in out
     assert "| adapted + SFT | 12.50 (+2.50 ± 1.00 ▲) | 2.80 | 15.0 | 0% | 100% |" in out

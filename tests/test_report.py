@@ -390,3 +390,13 @@ def test_every_stage_has_its_answer_on_the_index():
         "chrF++ of 24 held-out answers 9.14 → 7.37 (-1.77 ± 0.83, loss); beyond the noise on the tasks: "
         "sib200_az +0.128 (gain)"
     )
+    metrics["sft"]["stages"] = [
+        {"model": "original base", "chrf": 10.0, "delta": None, "loop_share": 0.25},
+        {"model": "SFT only", "chrf": 12.0, "delta": 2.0, "delta_se": 0.5, "verdict": "gain", "mde": 1.4,
+         "loop_share": 0.0},
+    ]  # fmt: skip
+    rows = {q: a for q, a, _, _ in _headline(metrics)}
+    assert rows["Does instruction tuning help (held-out answers)"].endswith(
+        "; against the original base (chrF++ 10.00, loop rate 25%): SFT only +2.00 ± 0.50 (gain, MDE 1.40, loop rate "
+        "0%)"
+    )

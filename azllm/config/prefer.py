@@ -33,9 +33,10 @@ class PreferenceConfig(Section):
     held_out_pairs: int = 15
     """Held-out pairs (never trained on) built from the SFT stage's held-out conversations: the reference over the
     SFT model's answer. Preference accuracy is measured on them."""
-    method: Literal["dpo", "kto"] = "dpo"
+    method: Literal["dpo", "kto", "orpo"] = "dpo"
     """dpo: paired (TRL's DPOTrainer) | kto: unpaired good / bad labels (TRL's KTOTrainer; pairs are split into a
-    good and a bad completion)."""
+    good and a bad completion) | orpo: paired, no reference model (TRL's experimental ORPOTrainer: the SFT loss plus
+    an odds-ratio term; ``beta`` is its weight)."""
     beta: float = Field(default=0.1, gt=0)
     """How far the policy may move from the reference (SambaLingo's 0.1)."""
     loss_type: Literal["sigmoid", "ipo", "hinge", "robust"] = "sigmoid"

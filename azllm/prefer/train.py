@@ -1,13 +1,17 @@
-"""Preference tuning on TRL's ``DPOTrainer`` / ``KTOTrainer`` (trl 1.16), on the SFT path's pieces.
+"""Preference tuning on TRL's ``DPOTrainer`` / ``KTOTrainer`` / experimental ``ORPOTrainer`` (trl 1.16), on the SFT
+path's pieces.
 
 - **The loss**: TRL's. DPO's ``sigmoid`` loss is ``-log σ(β ((log π(c) − log π_ref(c)) − (log π(r) − log π_ref(r))))``
   over the summed log-probabilities of the chosen (c) and rejected (r) completions (:func:`dpo_loss` computes it
   from the four numbers; a test checks TRL's against it). TRL scores only the completion tokens, through its fused
   LM head, and the prompt as its chat template renders it.
-- **The reference**: with LoRA / QLoRA, the same model with its adapter disabled (TRL does this when it wraps the
-  model from ``peft_config`` and no ``ref_model`` is given), so no second copy is held; with full fine-tuning, a
-  frozen copy that TRL makes. ``precompute_ref_log_probs`` scores the reference once before training (less memory
-  during training, one pass more before it).
+- **ORPO** needs no reference: its loss is the chosen completion's negative log-likelihood plus ``β`` times the
+  log-sigmoid of the log odds ratio of chosen over rejected (TRL's experimental trainer; ``precompute_ref_log_probs``
+  does not apply).
+- **The reference** (DPO, KTO): with LoRA / QLoRA, the same model with its adapter disabled (TRL does this when it
+  wraps the model from ``peft_config`` and no ``ref_model`` is given), so no second copy is held; with full
+  fine-tuning, a frozen copy that TRL makes. ``precompute_ref_log_probs`` scores the reference once before
+  training (less memory during training, one pass more before it).
 - **The rest is SFT's**: the base and its QLoRA quantization (:func:`azllm.sft.train.prepare_model`), the adapters
   (:func:`azllm.sft.train.lora_config`), the Trainer's arguments (:func:`azllm.loop.training_arguments`), azllm's
   callbacks (SIGTERM stop with a complete checkpoint, non-finite checks, throughput, progress), resume from the
@@ -29,7 +33,7 @@ import torch
 
 from ..callbacks import StopOnSignalCallback, ThroughputCallback, latest_checkpoint
 from ..loop import LoopSpec, training_arguments
-from ..utils import atomic_write_json, replace_dir
+from ..utils import atomic_write_json
 
 __all__ = [
     "PREFERENCE_METHODS",
@@ -41,7 +45,7 @@ __all__ = [
     "preference_accuracy",
 ]
 
-PREFERENCE_METHODS = ("dpo", "kto")
+PREFERENCE_METHODS = ("dpo", "kto", "orpo")
 
 
 @dataclass(frozen=True)
@@ -89,22 +93,30 @@ def build_preference_trainer(
     callbacks=(),
     progress: bool = True,
 ):
-    """TRL's ``DPOTrainer`` (``spec.method == "dpo"``) or ``KTOTrainer`` (``"kto"``) with azllm's callbacks;
+    """TRL's ``DPOTrainer`` (``spec.method == "dpo"``), ``KTOTrainer`` (``"kto"``) or experimental
+    ``ORPOTrainer`` (``"orpo"``, no reference) with azllm's callbacks;
     returns ``(trainer, parts)`` as :func:`azllm.sft.train.build_trainer` does."""
     from ..sft.train import finish_trainer
 
     if spec.method not in PREFERENCE_METHODS:
         raise ValueError(f"preference.method must be one of {PREFERENCE_METHODS}, got {spec.method!r}")
+    reference = {"ref_model": ref_model}
     if spec.method == "dpo":
         from trl import DPOConfig as Config
         from trl import DPOTrainer as Trainer
 
-        own = {"loss_type": [spec.loss_type]}
-    else:
+        own = {"loss_type": [spec.loss_type], "precompute_ref_log_probs": spec.precompute_ref_log_probs}
+    elif spec.method == "kto":
         from trl import KTOConfig as Config
         from trl import KTOTrainer as Trainer
 
-        own = {}
+        own = {"precompute_ref_log_probs": spec.precompute_ref_log_probs}
+    else:
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # chosen knowingly: the module docstring says so
+        from trl.experimental.orpo import ORPOConfig as Config
+        from trl.experimental.orpo import ORPOTrainer as Trainer
+
+        own, reference = {}, {}
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -117,14 +129,13 @@ def build_preference_trainer(
         eval_on_start=False,
         beta=spec.beta,
         max_length=spec.max_length,
-        precompute_ref_log_probs=spec.precompute_ref_log_probs,
         **own,
     )
     stop = StopOnSignalCallback()
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.max_length * world, spec.untimed_steps)
     trainer = Trainer(
         model=model,
-        ref_model=ref_model,
+        **reference,
         args=args,
         processing_class=tokenizer,
         peft_config=peft_config,
@@ -158,6 +169,7 @@ def run_preference(
     "spec", **info}`` plus ``model`` and ``trainer`` (not in the JSON); ``{"interrupted", "checkpoint", ...}`` when a
     signal stopped it."""
     from ..sft.train import labelled_positions_only
+    from ..train import curves, interrupted_result, save_final
 
     out = Path(output_dir)
     trainer, parts = build_preference_trainer(
@@ -182,25 +194,11 @@ def run_preference(
         parts["safety"].handle.remove()
     seconds = time.perf_counter() - t0
     if parts["stop"].stopped:
-        return {
-            "key": key,
-            "interrupted": parts["stop"].stopped,
-            "steps": trainer.state.global_step,
-            "seconds": seconds,
-            "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out, key=key)),
-            "model": trainer.model,
-            "trainer": trainer,
-        }
+        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=parts["stop"].stopped)
     with labelled_positions_only():
         metrics = trainer.evaluate() if eval_pairs else {}
-    final_dir, tmp = out / "final", out / ".final.tmp"
-    trainer.save_model(str(tmp))
-    if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(str(tmp))
-        atomic_write_json(tmp / "azllm_preference.json", {"key": key, "method": spec.method})
-        replace_dir(tmp, final_dir)
-    log = trainer.state.log_history
+    meta = {"key": key, "method": spec.method}
+    final_dir = save_final(trainer, out, meta, tokenizer=tokenizer, meta_file="azllm_preference.json")
     result = {
         "key": key,
         "output_dir": str(out),
@@ -208,10 +206,7 @@ def run_preference(
         "steps": trainer.state.global_step,
         "seconds": seconds,
         "resumed_from": str(ck) if ck else None,
-        "curves": {
-            "train": [{"step": h["step"], "loss": h["loss"]} for h in log if "loss" in h],
-            "eval": [{"step": h["step"], "loss": h["eval_loss"]} for h in log if "eval_loss" in h],
-        },
+        "curves": curves(trainer.state.log_history, one_set=True),
         "eval": {k: v for k, v in metrics.items() if isinstance(v, (int, float))},
         "throughput": parts["throughput"].summary(),
         "spec": {**asdict(spec), "report_to": list(spec.report_to)},

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, derive
+from ..train import TrainResult
 from ..utils import atomic_write_json
-from .paths import Paths
+from .paths import Paths, run_name
 from .sources import resolve
 from .tokenizers import baselines, main_tokenizer, selected_tokenizer
 from .tokens import prepare_data
@@ -41,6 +42,7 @@ from .train import train_model
 __all__ = [
     "run_study",
     "Study",
+    "AdaptRun",
     "EN_SET",
     "az_set",
     "base_model",
@@ -236,13 +238,22 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
     )
 
 
-def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> dict:
+class AdaptRun(TrainResult, total=False):
+    """One adaptation run (:func:`adapt_run`): the training run's result with its way, tokenizer and the names of
+    its two evaluation sets (:func:`az_set` and :data:`EN_SET`)."""
+
+    way: str
+    tokenizer_name: str
+    vocab_size: int
+    az_set: str
+    en_set: str
+
+
+def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> AdaptRun:
     """One adaptation run (idempotent: a finished identical run is returned as is)."""
     cfg_w = way_config(cfg, way, tok, base, base_tok)
     lr = cfg.adapt.lr_full if method == "full" else cfg.adapt.lr_lora
-    result = train_model(
-        cfg_w, prepare_data(cfg_w), method=method, lr=lr, output_dir=Paths(cfg).adapt / f"{way}-{method}"
-    )
+    result = train_model(cfg_w, prepare_data(cfg_w), method=method, lr=lr, output_dir=Paths(cfg).adapt_run(way, method))
     return {
         **{k: v for k, v in result.items() if k not in ("model", "trainer")},
         "way": way,
@@ -323,7 +334,7 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
     from ..export import export_model
     from ..utils import torch_dtype
 
-    folder = Paths(cfg).adapt / f"{result['way']}-{result['method']}-export"
+    folder = Paths(cfg).adapt_export(result["way"], result["method"])
     marker = folder / "azllm_export.json"
     record = {"key": result["key"], "way": result["way"], "method": result["method"], "format": EXPORT_FORMAT}
     if marker.is_file() and json.loads(marker.read_text()) == record:
@@ -410,11 +421,11 @@ class Study:
     pre: dict | None
     docs: list[str]
     toks: dict
-    runs: list[dict] = field(default_factory=list)
+    runs: list[AdaptRun] = field(default_factory=list)
 
     def stopped(self) -> list[str]:
         """The runs a signal interrupted (a complete checkpoint was written; a new call resumes them)."""
-        return [f"{r['way']}-{r['method']} at step {r['steps']}" for r in self.runs if r.get("interrupted")]
+        return [f"{run_name(r['way'], r['method'])} at step {r['steps']}" for r in self.runs if r.get("interrupted")]
 
 
 def run_study(cfg: Config, *, train: bool = True) -> Study:

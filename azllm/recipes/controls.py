@@ -19,9 +19,8 @@ None and the page says so.
 from __future__ import annotations
 
 from ..config import Config
-from . import sft
 
-__all__ = ["original_base", "control_answers", "stage_rows", "STAGES"]
+__all__ = ["original_base", "control_answers", "stage_rows", "stage_sentence", "STAGES"]
 
 STAGES = ("original base", "adapted", "adapted + SFT", "SFT only")
 """The models of the comparison, in the order of the table."""
@@ -42,6 +41,8 @@ def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print
     """``{stage: answers}`` (:func:`azllm.recipes.sft.answers`' shape) of :data:`STAGES`: ``adapted`` and
     ``adapted_sft`` are notebook 07's before and after; the original base's answers and its SFT run are made here
     (each cached like notebook 07's)."""
+    from . import sft
+
     out = {"adapted": adapted, "adapted + SFT": adapted_sft}
     base = original_base(cfg)
     if base is None:
@@ -91,3 +92,21 @@ def stage_rows(cfg: Config, answers: dict[str, dict]) -> list[dict]:
             }
         )
     return rows
+
+
+def stage_sentence(rows: list[dict]) -> str:
+    """:func:`stage_rows` in words (the index's answer): each stage against the first.
+
+    >>> stage_sentence([{"model": "original base", "chrf": 10.0, "loop_share": 0.25}, {"model": "SFT only",
+    ...     "delta": 2.0, "delta_se": 0.5, "verdict": "gain", "mde": 1.4, "loop_share": 0.0}])
+    'against the original base (chrF++ 10.00, loop rate 25%): SFT only +2.00 ± 0.50 (gain, MDE 1.40, loop rate 0%)'
+    """
+    first, *rest = rows
+    return (
+        f"against the {first['model']} (chrF++ {first['chrf']:.2f}, loop rate {first['loop_share']:.0%}): "
+        + ", ".join(
+            f"{r['model']} {r['delta']:+.2f} ± {r['delta_se']:.2f} ({r['verdict']}, MDE {r['mde']:.2f}, loop rate "
+            f"{r['loop_share']:.0%})"
+            for r in rest
+        )
+    )

@@ -236,7 +236,7 @@ def export_student(cfg: Config, result: dict, teacher: str) -> Path:
     from ..export import copy_tokenizer_files
     from ..utils import atomic_write_json, replace_dir
 
-    folder = Paths(cfg).distill / f"{result['student']}-export"
+    folder = Paths(cfg).distill_export(result["student"])
     marker = folder / "azllm_export.json"
     record = {"key": result["key"], "student": result["student"], "teacher": str(teacher)}
     if marker.is_file() and json.loads(marker.read_text()) == record:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..utils import atomic_write_json, json_hash, weights_id
-from .paths import Paths
+from .paths import Paths, run_name
 from .tasks import hub_tasks, local_configs, local_task_args, probe_rows
 
 __all__ = [
@@ -189,7 +189,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
     for r in runs:
         folder = export_run(cfg, r, base, base_tok, toks[r["way"]])
         m, t, _ = load_model(folder)
-        name = f"{r['way']}-{r['method']}"
+        name = run_name(r["way"], r["method"])
         # cached as score_pair caches a folder: notebook 07 scores the export it instruction-tunes without a rerun
         after[(r["way"], r["method"])] = score_model(
             cfg,
@@ -421,7 +421,7 @@ def moved(cfg: Config, before: dict, rows: list[dict], runs: list[dict]) -> dict
 def conventions(before: dict, after: dict) -> list[dict]:
     """Per model: whether its tokenizer prepends BOS by default (what lm-eval then does), the few-shot seed, the
     lm-eval version."""
-    models = {"base": before, **{f"{w}-{m}": r for (w, m), r in after.items()}}
+    models = {"base": before, **{run_name(w, m): r for (w, m), r in after.items()}}
     return [
         {
             "model": k,

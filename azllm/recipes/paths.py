@@ -20,9 +20,18 @@ from ..config import Config
 from ..data import under_root
 from ..utils import ARTIFACTS_ENV, REPO_ROOT
 
-__all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV", "default_data_root"]
+__all__ = ["Paths", "DATA_ROOT_ENV", "ARTIFACTS_ENV", "default_data_root", "run_name"]
 
 DATA_ROOT_ENV = "AZLLM_DATA_ROOT"
+
+
+def run_name(way: str, method: str) -> str:
+    """The one name of an adaptation run (a way x a method): its folder, its export's, its key on the pages.
+
+    >>> run_name("extend", "lora")
+    'extend-lora'
+    """
+    return f"{way}-{method}"
 
 
 def default_data_root(repo: str | os.PathLike = REPO_ROOT) -> Path | None:
@@ -122,6 +131,18 @@ class Paths:
     def adapt(self) -> Path:
         """The adaptation study's work folder."""
         return self.artifacts / "adapt"
+
+    def adapt_run(self, way: str, method: str) -> Path:
+        """One adaptation run's folder (checkpoints, final model, ``results.json``)."""
+        return self.adapt / run_name(way, method)
+
+    def adapt_export(self, way: str, method: str) -> Path:
+        """One adaptation run as a standalone folder."""
+        return self.adapt / f"{run_name(way, method)}-export"
+
+    def distill_export(self, student: str) -> Path:
+        """One student as a standalone folder."""
+        return self.distill / f"{student}-export"
 
     @property
     def sft(self) -> Path:

@@ -26,6 +26,7 @@ import math
 from pathlib import Path
 
 from ..config import Config
+from ..sft.template import Template
 from .paths import Paths
 from .sources import resolve
 
@@ -83,7 +84,7 @@ def user_pairs(cfg: Config) -> list[dict]:
     return out
 
 
-def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, cfg: Config):
+def _answered_pairs(model, tok, template: Template, convs: list[dict], source: str, cfg: Config):
     from ..prefer.data import build_pairs
     from ..sft.generate import generate_answers
 
@@ -102,7 +103,7 @@ def _answered_pairs(model, tok, template: dict, convs: list[dict], source: str, 
     )
 
 
-def preference_data(cfg: Config, model, tok, template: dict) -> dict:
+def preference_data(cfg: Config, model, tok, template: Template) -> dict:
     """``{"train", "held_out", "counts", "shares"}`` (module docstring, step 2); ``model`` answers the prompts."""
     from ..prefer.data import check_lengths, decontaminate_pairs, native_over_mt, source_shares
     from .sft import eval_texts, sft_data
@@ -151,12 +152,12 @@ def _unpaired(pairs: list[dict]) -> list[dict]:
     ]
 
 
-def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dict:
+def judge(cfg: Config, model, sft_model, tok, template: Template, data: dict) -> dict:
     """Held-out preference accuracy (against ``sft_model`` when given, else the adapter disabled), chrF++ of the
     held-out answers paired against the SFT model's (:func:`azllm.recipes.sft.chrf_change`), and the mean answer
     length of both."""
     from ..prefer.train import preference_accuracy
-    from .sft import chrf_change, scored_answers
+    from .sft import answer_change, chrf_change, scored_answers
 
     p = cfg.preference
     acc = preference_accuracy(model, tok, data["held_out"], beta=p.beta, ref_model=sft_model, max_length=p.max_length)
@@ -169,28 +170,9 @@ def judge(cfg: Config, model, sft_model, tok, template: dict, data: dict) -> dic
     lengths = {"after": [len(r["answer"].split()) for r in after["rows"]]}
     if before is not None:
         lengths["before"] = [len(r["answer"].split()) for r in before["rows"]]
-        out["loops"] = loop_change(cfg, before, after)
+        out["loops"] = answer_change(cfg, before, after, measure="loop")
     out["mean_answer_words"] = {k: sum(v) / len(v) for k, v in lengths.items() if v}
     return out
-
-
-def loop_change(cfg: Config, before: dict, after: dict) -> dict:
-    """The loop rate (:func:`azllm.sft.generate.has_loop`) of the same held-out answers before -> after, paired per
-    answer (lower is better): ``{"before", "after", "delta", "delta_se", "verdict", "mde", "n"}``."""
-    from ..evaluation.compare import difference
-
-    b = {"value": before["loop_share"], "items": [float(r["loop"]) for r in before["rows"]]}
-    a = {"value": after["loop_share"], "items": [float(r["loop"]) for r in after["rows"]]}
-    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=False)
-    return {
-        "before": b["value"],
-        "after": a["value"],
-        "delta": d["delta"],
-        "delta_se": d["se"],
-        "verdict": d["verdict"],
-        "mde": d["mde"],
-        "n": len(a["items"]),
-    }
 
 
 def data_rows(record: dict) -> list[dict]:
@@ -356,7 +338,7 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     new_ids = list(template["added_tokens"])
     model, info = prepare_model(base, method=method, new_token_ids=new_ids, **model_kwargs(cfg))
     peft = lora_config(model, new_token_ids=new_ids, **lora_kwargs(cfg)) if method != "full" else None
-    shaped = (lambda x: x) if spec.method == "dpo" else _unpaired
+    shaped = _unpaired if spec.method == "kto" else (lambda x: x)
     r = run_preference(
         model,
         tok,
@@ -419,7 +401,7 @@ def _samples(verdict: dict, n: int) -> list[dict]:
     ]
 
 
-def _export(result: dict, tok, template: dict, out: Path) -> Path:
+def _export(result: dict, tok, template: Template, out: Path) -> Path:
     """The run as one merged standalone folder that stops generating at the end-of-turn token."""
     from transformers import GenerationConfig
 

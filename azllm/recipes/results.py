@@ -84,6 +84,11 @@ def _fmt(task: str, metric: str | None) -> str:
     return "{:.2f}" if (metric or "").startswith("chrf") or task.startswith("chrF") else "{:.3f}"
 
 
+def _head(title: str, columns: list[str]) -> list[str]:
+    """A table's title paragraph, header row and separator."""
+    return [title, "", f"| {' | '.join(columns)} |", "|" + " --- |" * len(columns)]
+
+
 def _pages(rec: dict) -> list[str]:
     nb = rec.get("notebooks") or []
     if not nb:
@@ -102,12 +107,10 @@ def _adapt(rec: dict) -> list[str]:
     runs = (rec.get("adapt") or {}).get("runs") or []
     if not runs:
         return []
-    lines = [
+    lines = _head(
         "**Adaptation (05)**: bits per byte of the Azerbaijani and English held-out sets, before → after.",
-        "",
-        "| way / method | az bpb before → after | en bpb before → after | tokens/s | wall s |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+        ["way / method", "az bpb before → after", "en bpb before → after", "tokens/s", "wall s"],
+    )
     lines.extend(
         f"| {r['way']} / {r['method']} | {_f(r['az_bpb_before'])} → {_f(r['az_bpb_after'])} | "
         f"{_f(r['en_bpb_before'])} → {_f(r['en_bpb_after'])} | {_f(r.get('tokens_per_s'), '{:,.0f}')} | "
@@ -124,12 +127,10 @@ def _tasks(rec: dict) -> list[str]:
     runs = list(dict.fromkeys(f"{r['way']} / {r['method']}" for r in rows))
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     by = {(r["task"], f"{r['way']} / {r['method']}"): r for r in rows}
-    lines = [
+    lines = _head(
         "**Tasks before → after (06)**: each adaptation run against the base, on the same items.",
-        "",
-        f"| task | metric | items | chance | base | {' | '.join(runs)} |",
-        "| --- | --- | --- | --- | --- |" + " --- |" * len(runs),
-    ]
+        ["task", "metric", "items", "chance", "base", *runs],
+    )
     for t in tasks:
         first = next(by[(t, run)] for run in runs if (t, run) in by)
         fmt = _fmt(t, first.get("metric"))
@@ -142,7 +143,7 @@ def _tasks(rec: dict) -> list[str]:
 
 
 def _pair_table(title: str, rows: list[dict]) -> list[str]:
-    lines = [title, "", "| measure | items | before | after (Δ ± SE) | MDE |", "| --- | --- | --- | --- | --- |"]
+    lines = _head(title, ["measure", "items", "before", "after (Δ ± SE)", "MDE"])
     for r in rows:
         name = r.get("task") or r.get("measure")
         fmt = _fmt(name, r.get("metric"))
@@ -164,13 +165,11 @@ def _power(rec: dict) -> list[str]:
     rows = (rec.get("evaluate") or {}).get("power") or []
     if not rows:
         return []
-    lines = [
+    lines = _head(
         "**What each measure can detect (06)**: the median paired standard error of the runs' changes and the "
         "minimum detectable effect (MDE, 80% power), beside the largest change any run showed.",
-        "",
-        "| task | items | chance | paired SE | MDE | largest change |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+        ["task", "items", "chance", "paired SE", "MDE", "largest change"],
+    )
     for r in rows:
         fmt = _fmt(r["task"], r.get("metric"))
         lines.append(
@@ -185,15 +184,13 @@ def _stages(rec: dict) -> list[str]:
     rows, dec = s.get("stages") or [], s.get("decoding") or {}
     if not rows:
         return []
-    lines = [
+    lines = _head(
         f"**Which stage helps (07)**: chrF++ of the same {rows[0]['n']} held-out native answers from each model "
         f"(greedy, {dec.get('max_new_tokens')} new tokens, repetition penalty {dec.get('repetition_penalty')} on the "
-        f"answer's own tokens), each paired against {rows[0]['model']}; a loop is an answer in which one word 3-gram "
-        "occurs three times or more.",
-        "",
-        "| model | chrF++ (Δ ± SE) | MDE | mean words | loop rate | stopped |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+        f"answer's own tokens), each paired against the {rows[0]['model']}; a loop is an answer in which one word "
+        "3-gram occurs three times or more.",
+        ["model", "chrF++ (Δ ± SE)", "MDE", "mean words", "loop rate", "stopped"],
+    )
     for r in rows:
         score = _change({**r, "after": r["chrf"]}, "{:.2f}") if r.get("delta") is not None else _f(r["chrf"], "{:.2f}")
         lines.append(

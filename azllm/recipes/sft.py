@@ -27,9 +27,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import TypedDict
 
 from ..config import Config, deep_update
-from .paths import Paths
+from ..sft.template import Template
+from .paths import Paths, run_name
 from .sources import resolve
 from .tasks import decontamination_sets
 
@@ -40,10 +42,12 @@ __all__ = [
     "load_base_tokenizer",
     "sft_tokenizer",
     "sft_data",
+    "SftData",
     "sft_run",
     "answers",
     "base_answers",
     "chrf_change",
+    "answer_change",
     "export_sft",
     "compare_variants",
     "sft_job",
@@ -64,13 +68,12 @@ __all__ = [
 def sft_spec(
     cfg: Config,
     *,
-    method: str | None = None,
     packing: bool | None = None,
     max_steps: int | None = None,
     resume: bool | None = None,
 ):
     """The :class:`~azllm.sft.train.SftSpec` of ``sft`` (:func:`azllm.recipes.specs.build_spec`; the arguments
-    override it; ``method`` is the model's, not the loop's, and changes nothing here)."""
+    override it). The method (full, LoRA, QLoRA) is the model's (:func:`model_kwargs`), not the loop's."""
     from ..sft.train import SftSpec
     from .specs import build_spec
 
@@ -108,7 +111,7 @@ def base_folder(cfg: Config) -> tuple[str, dict]:
             "checkpoint was written): run again to resume them, then the base is chosen"
         )
     best = best_adapt_run(results)
-    folder = Paths(cfg).adapt / f"{best['way']}-{best['method']}-export"
+    folder = Paths(cfg).adapt_export(best["way"], best["method"])
     if not (folder / "config.json").is_file():
         folder = adapt.export_run(cfg, best, base, base_tok, toks[best["way"]])
     return str(folder), {
@@ -118,7 +121,7 @@ def base_folder(cfg: Config) -> tuple[str, dict]:
         "method": best["method"],
         "az_bpb": best["final"][best["az_set"]]["bpb"],
         "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
-        "runs": {f"{r['way']}-{r['method']}": r["final"][r["az_set"]]["bpb"] for r in results},
+        "runs": {run_name(r["way"], r["method"]): r["final"][r["az_set"]]["bpb"] for r in results},
     }
 
 
@@ -136,7 +139,7 @@ def load_base_tokenizer(base: str):
         ) from None
 
 
-def sft_tokenizer(cfg: Config, base: str):
+def sft_tokenizer(cfg: Config, base: str) -> tuple[object, Template]:
     """``(tokenizer, template info)``: the base's tokenizer with the chat template of training
     (:func:`azllm.sft.template.prepare_tokenizer`)."""
     from ..sft.template import prepare_tokenizer
@@ -171,7 +174,19 @@ def eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
     return texts, notes
 
 
-def sft_data(cfg: Config, tokenizer) -> dict:
+class SftData(TypedDict):
+    """The conversations of a run (:func:`sft_data`): training and held-out conversations (``{"id", "source",
+    "messages"}``), what each step kept (``counts``), notes for the page, and the key the runs and answers are
+    cached by."""
+
+    train: list[dict]
+    held_out: list[dict]
+    counts: dict
+    notes: list[str]
+    key: str
+
+
+def sft_data(cfg: Config, tokenizer) -> SftData:
     """The conversations of a run: ``{"train", "held_out", "counts", "notes", "key"}`` (module docstring).
     ``counts`` holds every step's numbers (:func:`data_rows` makes the table of them)."""
     from ..sft.clean import apply_length_limit, clean_conversations, dedupe_prompts, holdout_split
@@ -331,8 +346,8 @@ def sft_run(
     *,
     base: str,
     tokenizer,
-    template: dict,
-    data: dict,
+    template: Template,
+    data: SftData,
     method: str | None = None,
     packing: bool | None = None,
     max_steps: int | None = None,
@@ -345,7 +360,7 @@ def sft_run(
     from ..utils import seed_everything
 
     method = method or cfg.sft.method
-    spec = sft_spec(cfg, method=method, packing=packing, max_steps=max_steps, resume=resume)
+    spec = sft_spec(cfg, packing=packing, max_steps=max_steps, resume=resume)
     desc = {
         "base": str(base),
         "method": method,
@@ -378,7 +393,7 @@ def sft_run(
     )
 
 
-def _trained(result: dict, base: str, template: dict):
+def _trained(result: dict, base: str, template: Template):
     if result.get("model") is not None:
         return result["model"]
     from ..sft.train import load_sft_model
@@ -386,7 +401,7 @@ def _trained(result: dict, base: str, template: dict):
     return load_sft_model(result["final_dir"], base=base, new_token_ids=template["added_tokens"])
 
 
-def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: dict, data: dict) -> dict:
+def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: Template, data: SftData) -> dict:
     """The held-out answers of a run and their chrF++: ``{"rows": [...], "chrf++"}`` (rows carry their own
     score), cached next to the run's results."""
     import json
@@ -412,7 +427,7 @@ def decoding(cfg: Config) -> dict:
     return {"greedy": True, "max_new_tokens": cfg.sft.max_new_tokens, "repetition_penalty": cfg.sft.repetition_penalty}
 
 
-def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) -> dict:
+def scored_answers(cfg: Config, model, tokenizer, template: Template, data: SftData) -> dict:
     """``{"rows", "chrf++", "stopped_share", "loop_share", "mean_words"}``: greedy answers to the held-out
     instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag."""
     from ..sft.generate import chrf_scores, generate_answers
@@ -438,7 +453,7 @@ def scored_answers(cfg: Config, model, tokenizer, template: dict, data: dict) ->
     }
 
 
-def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dict) -> dict:
+def base_answers(cfg: Config, *, base: str, tokenizer, template: Template, data: SftData) -> dict:
     """The held-out answers of the SFT base itself, before any step, with the same chat template and decoding as
     :func:`answers` (the "before" of chrF++; new template tokens get their initial rows): ``{"rows", "chrf++"}``,
     cached in ``Paths.sft`` by the base, the held-out split, the template and ``sft.max_new_tokens``."""
@@ -472,16 +487,26 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: dict, data: dic
 def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
     """chrF++ of the held-out answers before (:func:`base_answers`) -> after (:func:`answers`) SFT: the corpus
     scores, the difference, its standard error and verdict from the paired per-answer chrF++ differences
-    (:func:`azllm.evaluation.compare.difference`; the same answers, so the base-to-base variation cancels)."""
-    from ..evaluation.compare import difference
-
-    b = {"value": before["chrf++"], "items": [r["chrf++"] for r in before["rows"]]}
-    a = {"value": after["chrf++"], "items": [r["chrf++"] for r in after["rows"]]}
-    d = difference(b, a, z=cfg.evaluate.z)
+    (:func:`answer_change`; the same answers, so the base-to-base variation cancels)."""
     return {
         "task": "chrF++ (held-out answers)",
         "language": "az",
         "metric": "chrf++",
+        **answer_change(cfg, before, after),
+    }
+
+
+def answer_change(cfg: Config, before: dict, after: dict, *, measure: str = "chrf++") -> dict:
+    """One per-answer measure of the same held-out answers (:func:`scored_answers`) before -> after, paired
+    (:func:`azllm.evaluation.compare.difference`): ``measure`` "chrf++" (the corpus scores; higher is better) or
+    "loop" (the loop rate; lower is better). ``{"before", "after", "delta", "delta_se", "verdict", "mde", "n"}``."""
+    from ..evaluation.compare import difference
+
+    total = {"chrf++": "chrf++", "loop": "loop_share"}[measure]
+    b = {"value": before[total], "items": [float(r[measure]) for r in before["rows"]]}
+    a = {"value": after[total], "items": [float(r[measure]) for r in after["rows"]]}
+    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=measure != "loop")
+    return {
         "before": b["value"],
         "after": a["value"],
         "delta": d["delta"],
@@ -493,7 +518,7 @@ def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
 
 
 def export_sft(
-    cfg: Config, result: dict, *, base: str, tokenizer, template: dict, out_dir: str | os.PathLike | None = None
+    cfg: Config, result: dict, *, base: str, tokenizer, template: Template, out_dir: str | os.PathLike | None = None
 ) -> Path:
     """The run as one merged standalone folder (:func:`azllm.export.export_model`: safetensors, the tokenizer and
     its chat template) with a generation config that stops at the end-of-turn token."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..assemble import ModelSpec
 from ..config import Config, deep_update
-from ..train import TrainSpec
+from ..train import TrainResult, TrainSpec
 from .paths import Paths
 from .specs import build_spec
 
@@ -101,7 +101,7 @@ def train_model(
     resume: bool | None = None,
     callbacks=(),
     progress: bool = True,
-) -> dict:
+) -> TrainResult:
     """Train one model on :func:`azllm.recipes.tokens.prepare_data`'s files; a finished identical run is returned
     as is. Output folder: :meth:`Paths.run` ``(method, key)``. Returns :func:`azllm.train.run_training`'s
     results."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
@@ -40,6 +41,7 @@ __all__ = [
     "SftTemplateError",
     "has_generation_markers",
     "prepare_tokenizer",
+    "Template",
     "check_generation_markers",
     "chatml_with_markers",
     "end_of_turn_token",
@@ -106,9 +108,19 @@ def has_generation_markers(template: str | None) -> bool:
     return bool(template) and "generation" in template and "endgeneration" in template
 
 
+class Template(TypedDict):
+    """The chat template of training (:func:`prepare_tokenizer`): which one, the ids of the tokens it added (they
+    get embedding rows), and the end-of-turn token that stops generation."""
+
+    template: str
+    added_tokens: list[int]
+    end_of_turn: str
+    end_of_turn_id: int
+
+
 def prepare_tokenizer(
     tokenizer, *, template: str = "auto", assistant_only_loss: bool = True, name: str = "the base"
-) -> dict:
+) -> Template:
     """Give ``tokenizer`` the chat template of training (in place) and return what was done:
     ``{"template": "base" | "base (with generation markers)" | "azllm" | "chatml" | path, "added_tokens": [ids],
     "end_of_turn": token, "end_of_turn_id": id}``. ``template``: ``auto`` (the base's own if it has one, else

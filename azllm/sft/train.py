@@ -60,7 +60,7 @@ import torch
 from ..assemble import METHODS
 from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
 from ..loop import LoopSpec, training_arguments
-from ..utils import atomic_write_json, json_hash, replace_dir
+from ..utils import atomic_write_json, json_hash
 
 __all__ = [
     "SftSpec",
@@ -328,12 +328,6 @@ def loss_token_share(dataset) -> dict:
     return {"tokens": tokens, "loss_tokens": loss, "share": loss / tokens if tokens else None}
 
 
-def _curves(log_history: list[dict]) -> dict:
-    train = [{"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate")} for h in log_history if "loss" in h]
-    evals = [{"step": h["step"], "loss": h["eval_loss"]} for h in log_history if "eval_loss" in h]
-    return {"train": train, "eval": evals}
-
-
 def finished_sft(output_dir: str | os.PathLike, key: str) -> dict | None:
     """The ``results.json`` of a finished run with the same ``key`` (:func:`azllm.train.finished_result`)."""
     from ..train import finished_result
@@ -363,7 +357,7 @@ def run_sft(
     Returns ``{"key", "output_dir", "final_dir", "steps", "seconds", "curves": {"train", "eval"}, "eval_loss",
     "best_step", "throughput": {..., "tokens_per_s", "train_tokens"}, "resumed_from", "interrupted" (on a
     signal), **info}`` plus ``model``, ``trainer`` (not in the JSON)."""
-    from ..train import keep_freed_memory
+    from ..train import curves, interrupted_result, keep_freed_memory, save_final
 
     out = Path(output_dir)
     trainer, parts = build_trainer(
@@ -395,16 +389,7 @@ def run_sft(
     seconds = time.perf_counter() - t0
     stop = parts["stop"]
     if stop.stopped:
-        return {
-            "key": key,
-            "interrupted": stop.stopped,
-            "steps": trainer.state.global_step,
-            "seconds": seconds,
-            "output_dir": str(out),
-            "checkpoint": str(latest_checkpoint(out, key=key)),
-            "model": trainer.model,
-            "trainer": trainer,
-        }
+        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=stop.stopped)
     from ..model import count_parameters
 
     info = {**(info or {}), "parameters": count_parameters(trainer.model)}
@@ -419,7 +404,8 @@ def run_sft(
         thr["tokens_per_s"] = per_step * thr["timed_steps"] / sum(parts["throughput"].step_times)
         thr["tokens_per_step"] = per_step
     thr["train_tokens"] = tokens
-    final_dir = _save_final(trainer, tokenizer, out, {"key": key, "method": (info or {}).get("method")})
+    meta = {"key": key, "method": (info or {}).get("method")}
+    final_dir = save_final(trainer, out, meta, tokenizer=tokenizer, meta_file="azllm_sft.json")
     best = trainer.state.best_model_checkpoint
     result = {
         "key": key,
@@ -428,7 +414,7 @@ def run_sft(
         "steps": steps,
         "seconds": seconds,
         "resumed_from": str(ck) if ck else None,
-        "curves": _curves(trainer.state.log_history),
+        "curves": curves(trainer.state.log_history, one_set=True),
         "eval_loss": metrics.get("eval_loss"),
         "best_step": int(Path(best).name.split("-")[-1]) if best else None,
         "best_eval_loss": trainer.state.best_metric,
@@ -443,22 +429,6 @@ def run_sft(
     if trainer.is_world_process_zero():
         atomic_write_json(out / "results.json", result)
     return {**result, "model": trainer.model, "trainer": trainer}
-
-
-def _save_final(trainer, tokenizer, out: Path, meta: dict) -> Path:
-    """The final model (the adapter for LoRA/QLoRA, with its trained token rows) and the tokenizer with its chat
-    template in ``out/final``, written to a temporary folder and renamed."""
-    import shutil
-
-    final_dir, tmp = out / "final", out / ".final.tmp"
-    if trainer.is_world_process_zero():
-        shutil.rmtree(tmp, ignore_errors=True)
-    trainer.save_model(str(tmp))
-    if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(str(tmp))
-        atomic_write_json(tmp / "azllm_sft.json", meta)
-        replace_dir(tmp, final_dir)
-    return final_dir
 
 
 def load_sft_model(
