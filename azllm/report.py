@@ -355,7 +355,7 @@ def _sft_answer(m: dict) -> tuple | None:
         else ("; every task within noise" if s.get("tasks_before_after") else "")
     )
     stages = s.get("stages") or []
-    against = f"; {stage_sentence(stages)}" if len(stages) > 1 else ""
+    against = f"; {stage_sentence(stages)}" if len(stages) > 2 else ""  # the controls (two stages: the line above)
     return (
         "Does instruction tuning help (held-out answers)",
         f"chrF++ of {c.get('n')} held-out answers {_f(c.get('before'), '{:.2f}')} → {_f(c['after'], '{:.2f}')} "

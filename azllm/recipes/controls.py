@@ -95,18 +95,25 @@ def stage_rows(cfg: Config, answers: dict[str, dict]) -> list[dict]:
 
 
 def stage_sentence(rows: list[dict]) -> str:
-    """:func:`stage_rows` in words (the index's answer): each stage against the first.
+    """:func:`stage_rows` in words (the index's answer): each stage against the first (no MDE where the paired
+    differences have no spread: no standard error to state it from).
 
     >>> stage_sentence([{"model": "original base", "chrf": 10.0, "loop_share": 0.25}, {"model": "SFT only",
     ...     "delta": 2.0, "delta_se": 0.5, "verdict": "gain", "mde": 1.4, "loop_share": 0.0}])
     'against the original base (chrF++ 10.00, loop rate 25%): SFT only +2.00 ± 0.50 (gain, MDE 1.40, loop rate 0%)'
+    >>> stage_sentence([{"model": "adapted", "chrf": 5.0, "loop_share": 0.0}, {"model": "adapted + SFT",
+    ...     "delta": 0.0, "delta_se": 0.0, "verdict": "within noise", "mde": None, "loop_share": 0.0}])
+    'against the adapted (chrF++ 5.00, loop rate 0%): adapted + SFT +0.00 ± 0.00 (within noise, loop rate 0%)'
     """
+
+    def n(x, fmt: str) -> str:
+        return "—" if x is None else format(x, fmt)
+
     first, *rest = rows
-    return (
-        f"against the {first['model']} (chrF++ {first['chrf']:.2f}, loop rate {first['loop_share']:.0%}): "
-        + ", ".join(
-            f"{r['model']} {r['delta']:+.2f} ± {r['delta_se']:.2f} ({r['verdict']}, MDE {r['mde']:.2f}, loop rate "
-            f"{r['loop_share']:.0%})"
-            for r in rest
-        )
+    head = f"against the {first['model']} (chrF++ {n(first['chrf'], '.2f')}, loop rate {n(first['loop_share'], '.0%')})"
+    return f"{head}: " + ", ".join(
+        f"{r['model']} {n(r['delta'], '+.2f')} ± {n(r['delta_se'], '.2f')} ({r['verdict']}, "
+        f"{'MDE ' + n(r['mde'], '.2f') + ', ' if r.get('mde') is not None else ''}"
+        f"loop rate {n(r['loop_share'], '.0%')})"
+        for r in rest
     )
