@@ -248,8 +248,9 @@ def test_power_rows_give_each_tasks_median_se_and_mde():
 @pytest.mark.needs_shared
 @pytest.mark.parametrize("name", ["smollm2", "smollm2_long"])
 def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
-    """Every local task of both studies resolves under the shared data root; the long study scores SIB-200 on
-    train + dev (420 items) and FLORES on 100 sentences each way, with the probe's items counted once."""
+    """Every local task of both studies resolves under the shared data root; both probe SIB-200 on train + dev (420
+    items, each counted once) and score its multiple choice on the 47 dev items; the long study scores FLORES on 100
+    sentences each way, with English replay and the controls of 07."""
     from azllm.evaluation.tasks import task_rows
     from azllm.recipes.tasks import local_configs, probe_rows
 
@@ -258,8 +259,8 @@ def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     sib = task_rows(configs["sib200_az"], "test")
     flores = task_rows(configs["flores_en_az"], "test")
     train, test = probe_rows(cfg, "sib200_az")
-    assert len({r["id"] for r in train + test}) == 420
+    assert len({r["id"] for r in train + test}) == 420 and len(sib) == 47 and cfg.sft.repetition_penalty == 1.2
     if name == "smollm2_long":
-        assert len(sib) == 420 and len(flores) == 100 and cfg.adapt.replay == 0.25
+        assert len(flores) == 100 and cfg.adapt.replay == 0.25 and cfg.sft.controls
     else:
-        assert len(sib) == 47 and len(flores) == 8 and cfg.sft.controls and cfg.sft.repetition_penalty == 1.2
+        assert len(flores) == 8 and not cfg.adapt.replay and not cfg.sft.controls
