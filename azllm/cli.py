@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     pf = sub.add_parser("prefer", help="preference tuning after SFT (preference section): pairs, DPO / KTO, judged")
     pf.add_argument("params")
     rs = sub.add_parser("results", help="a run's results tables as Markdown, from its metrics.json or a record")
-    rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2.json)")
+    rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2_long.json)")
     rs.add_argument("--record", help="also write the record: what the tables read, with the run's commit and machine")
     di = sub.add_parser("distill", help="knowledge distillation of a small student (distill section)")
     di.add_argument("params")

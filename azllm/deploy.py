@@ -51,12 +51,13 @@ import tempfile
 import time
 from hashlib import sha256
 from pathlib import Path
+from typing import TypedDict
 
 from .utils import atomic_write_json, log_stream, replace_dir
 
 __all__ = ["converter_path", "require_llama_cpp", "check_model_folder", "choose_pre_tokenizer", "convert", "quantize"]
 __all__ += ["bits_per_weight", "tokenizer_parity", "logit_check", "quality_from_logits", "quant_quality"]
-__all__ += ["generate", "deploy", "DeployError", "QUANTS", "PRE_TOKENIZER_REGISTRY", "CONVERTER_ENV"]
+__all__ += ["generate", "deploy", "DeployRecord", "DeployError", "QUANTS", "PRE_TOKENIZER_REGISTRY", "CONVERTER_ENV"]
 
 Pathish = str | os.PathLike
 CONVERTER_ENV = "AZLLM_LLAMA_CPP"
@@ -623,6 +624,27 @@ def generate(gguf_file: Pathish, prompts: list[str], *, max_new_tokens=48, chat=
     return answers
 
 
+class DeployRecord(TypedDict, total=False):
+    """What :func:`deploy` returns and ``deploy.json`` holds: one model folder as checked GGUF files.
+    :func:`azllm.recipes.deploy.deploy_model` adds ``key`` and ``name``, :func:`azllm.recipes.deploy.run_deploy`
+    ``speed`` and ``answers``."""
+
+    folder: str
+    check: dict
+    files: dict[str, dict]
+    quality: dict[str, dict]
+    parity: dict
+    logits: dict
+    threads: int
+    llama_cpp: str
+    converter: str
+    seconds: float
+    key: str
+    name: str
+    speed: list[dict]
+    answers: list[dict]
+
+
 def deploy(
     folder: Pathish,
     out_dir: Pathish,
@@ -634,7 +656,7 @@ def deploy(
     threads: int = 2,
     pre_tokenizer: str | None = None,
     converter: Pathish | None = None,
-) -> dict:
+) -> DeployRecord:
     """Check, convert (F16, always kept: the reference), quantize to each of ``quants``, check every file, write
     ``deploy.json``; ``out_dir`` is built beside itself and swapped in whole. Returns what ``deploy.json`` holds:
     ``check``; ``files`` (per type: path, size, bits per weight, the conversion / quantization record and, for a
@@ -662,7 +684,8 @@ def deploy(
         say("checking: tokenizer parity, logits, quality, bits per weight")
         lines = [x for v in parity_sets.values() for x in v]
         ref = (gguf_fields(path["F16"])["tokenizer_sha256"], _llama_ids(path["F16"], lines))
-        record = {"folder": str(folder), "check": check, "files": files, "quality": {}, "threads": threads}
+        record: DeployRecord = {"folder": str(folder), "check": check, "files": files, "quality": {}}
+        record["threads"] = threads
         record["parity"] = tokenizer_parity(path["F16"], folder, parity_sets, new_ids=new_ids)
         record["logits"] = logit_check(path["F16"], folder, eval_texts, threads=threads)
         for q, rec in files.items():

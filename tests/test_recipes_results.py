@@ -7,7 +7,7 @@ from azllm.cli import main
 from azllm.recipes.results import deploy_markdown, markdown, read_record, readme_block, record
 from conftest import REPO
 
-RECORD = REPO / "docs" / "smollm2.json"
+RECORD = REPO / "docs" / "smollm2_long.json"
 
 
 def test_the_readme_results_are_the_recorded_run_rendered(capsys):
@@ -86,3 +86,57 @@ def test_the_stages_the_power_and_the_genres_are_rendered():
     assert "repetition penalty 1.2" in out and "paired against the original base" in out
     assert "| original base | 10.00 | — | 20.0 | 25% | 50% |" in out
     assert "| adapted + SFT | 12.50 (+2.50 ± 1.00 ▲) | 2.80 | 15.0 | 0% | 100% |" in out
+
+
+def test_the_default_reports_first_pages_are_rendered_and_recorded():
+    """Pages 00-04 of a run (the default report's corpus, tokenizers, model and training techniques) render from the
+    same record, trimmed to what the tables read."""
+    doc = {
+        "run": {"run_name": "default", "git_commit": "c0ffee0", "params_hash": "h", "time_utc": "t", "machine": {}},
+        "notebooks": [{"name": "00_corpus", "seconds": 61.0, "status": "ok"}],
+        "artifacts": {},
+        "metrics": {
+            "corpus": {
+                "sizes": {"input": {"mb": 27.12, "documents": 103237}, "cleaned": {"mb": 23.06}, "mix": {"mb": 8.37}},
+                "counts": {"by_source": {
+                    "legal_codes": {"input_bytes": 12_020_000, "input_docs": 9000, "quality_docs": 3071,
+                                    "quality_bytes": 1_680_000, "kept_bytes": 9_170_000},
+                    "total": {"input_bytes": 27_120_000, "input_docs": 103237, "quality_docs": 3880,
+                              "quality_bytes": 2_230_000, "kept_bytes": 23_060_000},
+                }},
+                "mix": [{"source": "legal_codes", "mix_mb": 1.0}],
+                "performance": {"mb_per_s_per_core": 0.5, "workers": 2, "executor": "local"},
+                "decontamination_hits": 0,
+                "clusters": ["not read by the tables"],
+            },
+            "tokenizers": {
+                "best": "bpe-32k", "fertility_target": 1.45,
+                "table": [
+                    {"tokenizer": "bpe-32k", "eval_set": "flores", "vocab_size": 32000, "fertility": 1.44,
+                     "roundtrip": 1.0},
+                    {"tokenizer": "gpt2", "eval_set": "flores", "vocab_size": 50257, "fertility": 4.85,
+                     "roundtrip": 1.0},
+                ],
+                "recipe": [{"step": "as found", "corpus_mb": 16.3, "fertility": {"flores": 1.58}}],
+                "lexicon": {"unimorph": {"n": 7046, "recall": 0.952, "precision": 0.791, "early": [["lik", 3, "x"]]},
+                            "seconds": 3.1},
+            },
+            "train": {"source": "random init", "method": "full", "main_steps": 400, "main_parameters": 1_800_000,
+                      "final": {"flores": {"bpb": 2.36, "uniform_bpb": 2.924, "loss": 7.25}}},
+            "benchmark": {"device": "cpu", "batch": 4, "seq": 256, "variants": [
+                {"variant": "lora", "status": "ok", "tokens_per_s_median": 900.0, "speed_ratio": 0.9,
+                 "peak_mb_median": 512.0, "memory_ratio": 0.8, "loss_first": 9.0, "loss_last": 8.5}]},
+        },
+    }  # fmt: skip
+    rec = record(doc)
+    assert "clusters" not in rec["corpus"] and rec["tokenizers"]["lexicon"] == {
+        "unimorph": {"n": 7046, "recall": 0.952, "precision": 0.791}
+    }
+    out = markdown(rec)
+    assert "27.12 MB in 103,237 documents, 23.06 MB kept, 8.37 MB in the training mix" in out
+    assert "| legal_codes | 12.02 | 3,071 / 1.68 | 9.17 | 1.00 |" in out
+    assert "| **total** | 27.12 | 3,880 / 2.23 | 23.06 | 1.00 |" in out
+    assert out.index("| bpe-32k | 32,000 | 1.440 | 100.0% |") < out.index("| gpt2 | 50,257 | 4.850 | 100.0% |")
+    assert "| as found | 16.30 | 1.580 |" in out and "unimorph (7,046 forms) recall 0.952, precision 0.791" in out
+    assert "| flores | 2.360 | 2.924 | 7.250 |" in out and "1,800,000 parameters, full, 400 steps" in out
+    assert "| lora | ok | 900 | 0.90 | 512.0 | 0.80 | 9.000 → 8.500 |" in out

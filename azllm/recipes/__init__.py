@@ -6,11 +6,11 @@ comes back. Every number a report shows or records is computed here (or in the l
 costs, the fit plan and the winners (the best tokenizer, :func:`~azllm.recipes.adapt.best_run`, the ranking's
 ``top``, the fastest and cheapest variant); results are plain dicts and rows with snake_case keys, typed where
 they cross a module boundary (:class:`azllm.train.TrainResult`, :class:`~azllm.recipes.adapt.AdaptRun`,
-:class:`azllm.sft.template.Template`, :class:`~azllm.recipes.sft.SftData`: ``TypedDict``s, so that they are still
-the dicts the notebooks record into ``metrics.json`` as they are (its schema: :mod:`azllm.report`)), and which
-:mod:`azllm.tables` only renames into display labels. Data flows one way: library <- recipes <- presentation
-(:mod:`azllm.tables`, :mod:`azllm.plots`, :mod:`azllm.report`) and the command line (:mod:`azllm.cli`), with no
-cycles (tests/test_imports.py).
+:class:`azllm.sft.template.Template`, :class:`~azllm.recipes.sft.SftData`, :class:`azllm.deploy.DeployRecord`:
+``TypedDict``s, so that they are still the dicts the notebooks record into ``metrics.json`` as they are (its
+schema: :mod:`azllm.report`)), and which :mod:`azllm.tables` only renames into display labels. Data flows one
+way: library <- recipes <- presentation (:mod:`azllm.tables`, :mod:`azllm.plots`, :mod:`azllm.report`) and the
+command line (:mod:`azllm.cli`), with no cycles (tests/test_imports.py).
 
 - :mod:`~azllm.recipes.paths`: :class:`~azllm.recipes.paths.Paths`, where everything of a run lives;
 - :mod:`~azllm.recipes.specs`: params sections -> the library's specs (:func:`~azllm.recipes.specs.build_spec`);

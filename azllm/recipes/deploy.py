@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from ..config import Config, derive
+from ..deploy import DeployRecord
 from .paths import Paths
 from .sources import resolve
 
@@ -114,7 +115,7 @@ def deploy_model(
     *,
     out_dir: str | Path | None = None,
     base_tokenizer: str | Path | None = None,
-) -> dict:
+) -> DeployRecord:
     """:func:`azllm.deploy.deploy` of ``folder`` into ``out_dir`` (default ``artifacts/<run>/deploy/<name>/``) with
     the run's parity sets and quality text, parity split by the tokens ``base_tokenizer`` lacks (when given);
     returned from its ``deploy.json`` when the folder's weights and the settings are the same."""
@@ -149,17 +150,17 @@ def deploy_model(
     )
     from ..utils import atomic_write_json
 
-    res = {**res, "key": key, "name": name}
+    res: DeployRecord = {**res, "key": key, "name": name}
     atomic_write_json(record, res)
     return res
 
 
-def smallest_file(record: dict) -> str:
+def smallest_file(record: DeployRecord) -> str:
     """The name of a deployed model's smallest file (``Q4_K_M`` by default)."""
     return min(record["files"], key=lambda q: record["files"][q]["size_bytes"])
 
 
-def speed_rows(cfg: Config, record: dict) -> list[dict]:
+def speed_rows(cfg: Config, record: DeployRecord) -> list[dict]:
     """Prompt and generation tokens/s and peak RSS of each GGUF file and of transformers (fresh processes)."""
     from ..bench.gguf import hf_speed, speed
 
@@ -184,7 +185,7 @@ def _prompts(cfg: Config, name: str, folder: str) -> tuple[list[str], bool]:
     return list(cfg.train.generate.prompts[:n]), False
 
 
-def answers(cfg: Config, name: str, record: dict) -> list[dict]:
+def answers(cfg: Config, name: str, record: DeployRecord) -> list[dict]:
     """Greedy answers of the smallest GGUF file (llama.cpp) beside the PyTorch model's to the same prompts."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -217,7 +218,7 @@ def answers(cfg: Config, name: str, record: dict) -> list[dict]:
     return rows
 
 
-def run_deploy(cfg: Config, distilled: dict | None = None) -> dict:
+def run_deploy(cfg: Config, distilled: dict | None = None) -> dict[str, DeployRecord]:
     """Every model of ``deploy.models``: ``{name: deploy.json's record (+ "speed", "answers")}``."""
     out, base_tok = {}, _base_tokenizer(cfg)
     for name, folder in model_folders(cfg, distilled).items():
@@ -228,7 +229,7 @@ def run_deploy(cfg: Config, distilled: dict | None = None) -> dict:
     return out
 
 
-def parity_rows(records: dict) -> list[dict]:
+def parity_rows(records: dict[str, DeployRecord]) -> list[dict]:
     """One row per deployed model and parity set: lines, lines whose ids are equal, their share, and the same for
     the lines that hold a new token and those that hold none."""
     rows = []
@@ -250,7 +251,7 @@ def parity_rows(records: dict) -> list[dict]:
     return rows
 
 
-def mismatches(records: dict) -> list[dict]:
+def mismatches(records: dict[str, DeployRecord]) -> list[dict]:
     """Every tokenizer mismatch shown by :func:`azllm.deploy.tokenizer_parity` (none when parity is 100%)."""
     return [
         {"model": name, "set": s, **m}
@@ -264,7 +265,7 @@ def _types(by_type: dict) -> str:
     return ", ".join(f"{t} {r['tensors']}" for t, r in by_type.items())
 
 
-def quant_rows(records: dict) -> list[dict]:
+def quant_rows(records: dict[str, DeployRecord]) -> list[dict]:
     """One row per deployed model and file: size, real bits per weight, the tensor types it holds, and against F16
     on Azerbaijani text: mean KL divergence, perplexity ratio and same-top-1 share with their standard errors (the
     F16 row: the largest logit difference and top-1 agreement against the PyTorch model)."""
@@ -293,7 +294,9 @@ def quant_rows(records: dict) -> list[dict]:
     return rows
 
 
-def size_quality_points(cfg: Config, student_rows: list[dict], records: dict, names: dict[str, str]) -> list[dict]:
+def size_quality_points(
+    cfg: Config, student_rows: list[dict], records: dict[str, DeployRecord], names: dict[str, str]
+) -> list[dict]:
     """Points of the size-vs-quality plot: every model of the distillation study at its fp32 weights (its measured
     Azerbaijani bits per byte) and every deployed file of those models at its size, its bits per byte estimated
     from the file's measured perplexity ratio against F16 on Azerbaijani text
@@ -327,7 +330,7 @@ def size_quality_points(cfg: Config, student_rows: list[dict], records: dict, na
     return pts
 
 
-def summary(records: dict) -> dict:
+def summary(records: dict[str, DeployRecord]) -> dict:
     """The index's answer: the smallest file of the first deployed model (:func:`smallest_file`), its size and
     quality against F16, and the tokenizer parity over every line of every deployed model."""
     if not records:

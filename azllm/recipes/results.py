@@ -2,12 +2,13 @@
 
 Nothing in the README's results is typed by hand: :func:`record` keeps what the tables read from a run's
 ``metrics.json`` (with the run's commit, params hash, machine and each page's time), the record is committed under
-``docs/`` (``docs/smollm2.json``), and :func:`markdown` renders the tables from it. The README holds that Markdown
-between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``; a test renders the committed record again and
-compares, so a number that differs from the recorded run fails the suite.
+``docs/`` (``docs/smollm2_long.json``), and :func:`markdown` renders the tables of every page the run has (00-04
+of a default report, 05-09 of a study). The README and docs/results.md hold that Markdown between
+``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``; a test renders the committed record again and compares, so
+a number that differs from the recorded run fails the suite.
 
-    python -m azllm results reports/smollm2 --record docs/smollm2.json   # keep the record
-    python -m azllm results docs/smollm2.json                            # the Markdown, from the record
+    python -m azllm results reports/smollm2_long --record docs/smollm2_long.json   # keep the record
+    python -m azllm results docs/smollm2_long.json                                 # the Markdown, from the record
 
 Every score carries its standard error; ▲ / ▼ is a change beyond ``z`` standard errors of the difference (paired on
 the same items where items exist), · within noise.
@@ -38,6 +39,11 @@ def record(doc: dict) -> dict:
     m, run = doc["metrics"], doc["run"]
     mach = run.get("machine") or {}
     keep = {
+        "corpus": ("sizes", "mix", "counts", "performance", "decontamination_hits"),
+        "tokenizers": ("recipe", "table", "best", "best_fertility_by_set", "fertility_target", "lexicon"),
+        "tokens_split": ("train_tokens", "val_tokens", "train_docs", "val_docs", "dtype"),
+        "train": ("source", "method", "main_steps", "main_parameters", "final", "tokens_per_s", "peak_rss_mb"),
+        "benchmark": ("device", "batch", "seq", "variants"),
         "adapt": ("runs", "steps", "genres"),
         "evaluate": ("before_after", "power", "z"),
         "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
@@ -56,6 +62,11 @@ def record(doc: dict) -> dict:
     for section, keys in keep.items():
         if m.get(section):
             out[section] = {k: m[section][k] for k in keys if k in m[section]}
+    lex = (out.get("tokenizers") or {}).get("lexicon")
+    if lex:
+        out["tokenizers"]["lexicon"] = {
+            k: {f: v[f] for f in ("n", "recall", "precision") if f in v} for k, v in lex.items() if isinstance(v, dict)
+        }
     return out
 
 
@@ -150,6 +161,121 @@ def _pair_table(title: str, rows: list[dict]) -> list[str]:
         lines.append(
             f"| {name} | {r.get('n') or '—'} | {_f(r['before'], fmt)} | {_change(r, fmt)} | {_f(r.get('mde'), fmt)} |"
         )
+    return [*lines, ""]
+
+
+_STEPS = (("quality", "quality"), ("language", "language"), ("exact_dedup", "exact dup"), ("near_dedup", "near dup"))
+
+
+def _corpus(rec: dict) -> list[str]:
+    c = rec.get("corpus") or {}
+    by, mix = (c.get("counts") or {}).get("by_source") or {}, {r["source"]: r for r in c.get("mix") or []}
+    if not by:
+        return []
+    steps = [(k, label) for k, label in _STEPS if any(f"{k}_docs" in v for v in by.values())]
+    sizes, perf = c.get("sizes") or {}, c.get("performance") or {}
+    size = {k: sizes.get(k) or {} for k in ("input", "cleaned", "mix")}
+    title = (
+        f"**The corpus stage (00)**: {_f(size['input'].get('mb'), '{:.2f}')} MB in "
+        f"{_f(size['input'].get('documents'), '{:,}')} documents, {_f(size['cleaned'].get('mb'), '{:.2f}')} MB kept, "
+        f"{_f(size['mix'].get('mb'), '{:.2f}')} MB in the training mix; documents each step removed, with their MB; "
+        f"{c.get('decontamination_hits', 0)} training documents shared an n-gram with an evaluation set; "
+        f"{_f(perf.get('mb_per_s_per_core'), '{:.2f}')} MB/s per core on {perf.get('workers')} workers "
+        f"({perf.get('executor')})."
+    )
+    lines = _head(title, ["source", "input MB", *(label for _, label in steps), "kept MB", "mix MB"])
+    for name, v in sorted(by.items(), key=lambda kv: (kv[0] == "total", -kv[1].get("input_bytes", 0))):
+        removed = [
+            f"{v[k + '_docs']:,} / {v.get(k + '_bytes', 0) / 1e6:.2f}" if v.get(k + "_docs") else "0" for k, _ in steps
+        ]
+        m = mix.get(name) or {}
+        mix_mb = sum(r.get("mix_mb") or 0 for r in mix.values()) if name == "total" else m.get("mix_mb")
+        label = f"**{name}**" if name == "total" else name
+        lines.append(
+            f"| {label} | {v.get('input_bytes', 0) / 1e6:.2f} | {' | '.join(removed)} | "
+            f"{v.get('kept_bytes', 0) / 1e6:.2f} | {_f(mix_mb, '{:.2f}')} |"
+        )
+    return [*lines, ""]
+
+
+def _tokenizers(rec: dict) -> list[str]:
+    t = rec.get("tokenizers") or {}
+    rows, recipe = t.get("table") or [], t.get("recipe") or []
+    if not rows:
+        return []
+    sets = list(dict.fromkeys(r["eval_set"] for r in rows))
+    by = {(r["tokenizer"], r["eval_set"]): r for r in rows}
+    names = sorted({r["tokenizer"] for r in rows}, key=lambda n: by.get((n, sets[0]), {}).get("fertility") or 99)
+    lines = _head(
+        "**Tokenizers (01)**: tokens per whitespace word on the held-out sets (lower is better) and the share of "
+        f"lines that decode back exactly; the run's tokenizer: `{t.get('best')}` (target "
+        f"{_f(t.get('fertility_target'), '{:.2f}')}).",
+        ["tokenizer", "vocabulary", *(f"{s} tokens/word" for s in sets), *(f"{s} round-trip" for s in sets)],
+    )
+    for n in names:
+        first = next(by[(n, s)] for s in sets if (n, s) in by)
+        fert = [_f((by.get((n, s)) or {}).get("fertility")) for s in sets]
+        trip = [_f((by.get((n, s)) or {}).get("roundtrip"), "{:.1%}") for s in sets]
+        lines.append(f"| {n} | {first.get('vocab_size'):,} | {' | '.join(fert)} | {' | '.join(trip)} |")
+    lines.append("")
+    if recipe:
+        rsets = list(recipe[0].get("fertility") or {})
+        lines += _head(
+            "**What each change bought (01)**: tokens per word of the main tokenizer's recipe, each step added to the "
+            "one before.",
+            ["step", "corpus MB", *(f"{s} tokens/word" for s in rsets)],
+        )
+        lines.extend(
+            f"| {r['step']} | {_f(r.get('corpus_mb'), '{:.2f}')} | "
+            f"{' | '.join(_f(r['fertility'].get(s)) for s in rsets)} |"
+            for r in recipe
+        )
+        lines.append("")
+    lex = t.get("lexicon") or {}
+    if lex:
+        parts = "; ".join(
+            f"{k} ({v.get('n', 0):,} forms) recall {_f(v.get('recall'))}, precision {_f(v.get('precision'))}"
+            for k, v in lex.items()
+            if v
+        )
+        lines += [f"**Suffix boundaries (01)**, `azllm.morph` against the lexicons: {parts}.", ""]
+    return lines
+
+
+def _train(rec: dict) -> list[str]:
+    t, split = rec.get("train") or {}, rec.get("tokens_split") or {}
+    final = t.get("final") or {}
+    if not final:
+        return []
+    lines = _head(
+        f"**The model (03)**: {t.get('source')}, {_f(t.get('main_parameters'), '{:,}')} parameters, {t.get('method')}, "
+        f"{t.get('main_steps')} steps on {_f(split.get('train_tokens'), '{:,}')} training tokens "
+        f"({_f(t.get('tokens_per_s'), '{:,.0f}')} tokens/s, peak RSS {_f(t.get('peak_rss_mb'), '{:,.0f}')} MB); bits "
+        "per byte on each held-out set beside a uniform guess over the vocabulary.",
+        ["set", "bits per byte", "uniform guess", "loss (nats)"],
+    )
+    lines.extend(
+        f"| {k} | {_f(v.get('bpb'))} | {_f(v.get('uniform_bpb'))} | {_f(v.get('loss'))} |" for k, v in final.items()
+    )
+    return [*lines, ""]
+
+
+def _benchmark(rec: dict) -> list[str]:
+    b = rec.get("benchmark") or {}
+    rows = b.get("variants") or []
+    if not rows:
+        return []
+    lines = _head(
+        f"**Training techniques (04)** on {b.get('device')}, batch {b.get('batch')} x {b.get('seq')} tokens: medians "
+        "over rounds, each against the baseline.",
+        ["variant", "status", "tokens/s", "speed ratio", "peak MB", "memory ratio", "loss first → last"],
+    )
+    lines.extend(
+        f"| {r['variant']} | {r.get('status')} | {_f(r.get('tokens_per_s_median'), '{:,.0f}')} | "
+        f"{_f(r.get('speed_ratio'), '{:.2f}')} | {_f(r.get('peak_mb_median'), '{:,.1f}')} | "
+        f"{_f(r.get('memory_ratio'), '{:.2f}')} | {_f(r.get('loss_first'))} → {_f(r.get('loss_last'))} |"
+        for r in rows
+    )
     return [*lines, ""]
 
 
@@ -248,7 +374,8 @@ def _distill(rec: dict) -> list[str]:
 
 def markdown(rec: dict) -> str:
     """The run's tables as Markdown (what the README holds between its markers)."""
-    parts = [_pages(rec), _genres(rec), _adapt(rec), _tasks(rec), _power(rec), _stages(rec), _sft(rec)]
+    parts = [_pages(rec), _corpus(rec), _tokenizers(rec), _train(rec), _benchmark(rec)]
+    parts += [_genres(rec), _adapt(rec), _tasks(rec), _power(rec), _stages(rec), _sft(rec)]
     parts += [_preference(rec), _distill(rec)]
     exports = sorted(k for k in rec.get("artifacts", {}) if "export" in k or k.startswith("gguf"))
     if exports:
