@@ -440,6 +440,9 @@ def _eval_answer(m: dict) -> tuple | None:
         f"± {_f(top['az_gain_se'])} ({top['az_verdict']}){en}"
     )
     mv = e.get("moved") or {}
+    beyond = [f"{r['way']} / {r['method']} {r['task']} {r['delta']:+.2f} ± {r['delta_se']:.2f} ({r['verdict']})"
+              for r in [*(mv.get("az") or []), *(mv.get("en") or [])]]  # fmt: skip
+    answer += (f"; beyond the noise: {', '.join(beyond)}" if beyond else "; no task beyond the noise") if mv else ""
     if mv.get("base_at_chance") or mv.get("stand_in"):  # no chance-level number presented as an answer
         answer = (
             "none here: this base is a stand-in (the small Llama of 05, at or near chance on every multiple-choice "

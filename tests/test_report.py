@@ -238,6 +238,15 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     assert rows["Speed × and memory × of each technique"][0] == "baseline 1.00 / 1.00 (fastest: baseline)"
     assert rows["$ per billion tokens"][0] == "baseline $1,234 (cheapest: baseline)"
     assert _headline({}) == []
+    # every task that moved beyond the noise follows the headline, or the answer says that none did
+    up = {"task": "flores_en_az", "way": "extend", "method": "lora", "delta": 1.947, "delta_se": 0.731}
+    up["verdict"] = "gain"
+    metrics["evaluate"]["moved"] = {"base_at_chance": False, "az": [up], "en": []}
+    answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
+    assert answer.endswith("(within noise); beyond the noise: extend / lora flores_en_az +1.95 ± 0.73 (gain)")
+    metrics["evaluate"]["moved"] = {"base_at_chance": False, "az": [], "en": []}
+    answer = dict((q, a) for q, a, _, _ in _headline(metrics))["Most Azerbaijani per device-hour (downstream)"]
+    assert answer.endswith("(within noise); no task beyond the noise")
     # a base at chance on every multiple-choice task: the answer says so and points to the real base's run
     for moved in ({"base_at_chance": True}, {"base_at_chance": False, "stand_in": True}):
         metrics["evaluate"]["moved"] = moved
