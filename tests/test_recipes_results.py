@@ -19,6 +19,8 @@ def test_the_readme_results_are_the_recorded_run_rendered(capsys):
     details = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-deploy")
     assert details == deploy_markdown(rec) and "| student | Q4_K_M |" in details
     assert rec["run"]["git_commit"] and rec["run"]["params_hash"] and rec["run"]["machine"]
+    default = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "default")
+    assert default == markdown(read_record(REPO / "docs" / "default.json")) and "**The corpus stage (00)**" in default
     control = read_record(REPO / "docs" / "smollm2_noreplay.json")
     noreplay = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-noreplay")
     assert noreplay == markdown(control) and control["adapt"]["runs"][0]["way"] == "extend"
