@@ -57,8 +57,8 @@ report.record(out_dir, "preference", rec)
 if rec["export"]:
     report.record_artifact(out_dir, "preference_export", rec["export"])
 print(
-    f"{rec['method'].upper()} ({rec['train_method']}, beta {P.beta}) from {rec['base']}: {rec['steps']} steps in "
-    f"{rec['seconds']:.0f} s"
+    f"{rec['method'].upper()} ({rec['train_method']}, beta {P.beta}, SFT weight {P.sft_weight}) from {rec['base']}: "
+    f"{rec['steps']} steps in {rec['seconds']:.0f} s"
 )
 
 # %% [markdown]

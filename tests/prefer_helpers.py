@@ -15,7 +15,8 @@ def tiny_pref_spec(**kw):
 
     sft = tiny_spec()
     loop = {f.name: getattr(sft, f.name) for f in dataclasses.fields(LoopSpec)}
-    own = dict(method="dpo", beta=0.1, loss_type="sigmoid", max_length=128, precompute_ref_log_probs=False)
+    own = dict(method="dpo", beta=0.1, loss_type="sigmoid", sft_weight=0.0, max_length=128)
+    own["precompute_ref_log_probs"] = False
     return PreferenceSpec(**{**loop, **own, **kw})
 
 

@@ -9,7 +9,14 @@ from azllm.config import load_params
 def test_defaults_validate_and_bad_values_are_refused():
     p = load_params(None).preference
     assert p.method == "dpo" and p.beta == 0.1 and p.loss_type == "sigmoid" and p.build
-    for bad, match in (({"beta": 0}, "beta"), ({"method": "ppo"}, "method"), ({"lr_max": 1}, "lr_max")):
+    bad_values = (
+        ({"beta": 0}, "beta"),
+        ({"method": "ppo"}, "method"),
+        ({"lr_max": 1}, "lr_max"),
+        ({"sft_weight": -1}, "sft_weight"),
+        ({"method": "kto", "sft_weight": 0.5}, "sft_weight is DPO's"),
+    )
+    for bad, match in bad_values:
         with pytest.raises(ValueError, match=match):
             load_params(None, overrides={"preference": bad})
 

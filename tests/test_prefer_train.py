@@ -116,3 +116,30 @@ def test_kto_on_unpaired_labels_and_orpo_without_a_reference(method, tiny_base, 
     )
     assert r["steps"] == 2 and all(math.isfinite(h["loss"]) for h in r["curves"]["train"]) and r["curves"]["train"]
     assert "eval_loss" in r["eval"] and (tmp_path / method / "final" / "azllm_preference.json").is_file()
+
+
+def test_sft_weight_adds_the_chosen_answers_mean_token_cross_entropy_to_dpos_loss(tiny_base, conversations, tmp_path):
+    """RPO: TRL's held-out loss with ``sft_weight`` w is DPO's loss of the pair plus w times the mean negative
+    log-probability of the chosen answer's tokens, computed here directly from the trained policy."""
+    from azllm.prefer.train import _prompt_completion_ids
+
+    pairs = fixture_pairs(conversations, n=8)
+    model, tok, peft = model_and_tokenizer(tiny_base)
+    spec = tiny_pref_spec(sft_weight=0.5, max_steps=2, eval_steps=2, batch_size=2, eval_batch_size=1, lr=5e-3)
+    r = run_preference(
+        model, tok, spec, train_pairs=pairs, eval_pairs=pairs[:1], output_dir=tmp_path / "rpo", key="rpo",
+        peft_config=peft, progress=False,
+    )  # fmt: skip
+    model, one = r["model"], pairs[0]
+
+    def logp(key: str) -> float:
+        return completion_logprobs(model, tok, [one["prompt"]], [one[key]], max_length=128)[0]
+
+    pc, pr = logp("chosen"), logp("rejected")
+    with model.disable_adapter():
+        rc, rr = logp("chosen"), logp("rejected")
+    prompt_ids, chosen_ids = _prompt_completion_ids(tok, one["prompt"], one["chosen"])
+    n_chosen = min(len(chosen_ids), 128 - len(prompt_ids))  # cut where TRL cuts
+    want = float(dpo_loss(*(torch.tensor(x) for x in (pc, pr, rc, rr)), 0.1)) + 0.5 * (-pc / n_chosen)
+    assert r["eval"]["eval_loss"] == pytest.approx(want, rel=1e-3, abs=1e-4)
+    assert r["trainer"].args.loss_type == ["sigmoid", "sft"] and r["trainer"].args.loss_weights == [1.0, 0.5]

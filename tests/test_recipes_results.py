@@ -24,6 +24,9 @@ def test_the_readme_results_are_the_recorded_run_rendered(capsys):
     control = read_record(REPO / "docs" / "smollm2_noreplay.json")
     noreplay = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-noreplay")
     assert noreplay == markdown(control) and control["adapt"]["runs"][0]["way"] == "extend"
+    quick = read_record(REPO / "docs" / "smollm2.json")
+    block = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-quick")
+    assert block == markdown(quick) and quick["run"]["run_name"] == "smollm2" and "**Preference tuning (09)**" in block
     assert [n["name"] for n in rec["notebooks"]] == [
         "05_adapt",
         "06_evaluate",
@@ -118,7 +121,7 @@ def test_the_default_reports_first_pages_are_rendered_and_recorded():
                 "best": "bpe-32k", "fertility_target": 1.45,
                 "table": [
                     {"tokenizer": "bpe-32k", "eval_set": "flores", "vocab_size": 32000, "fertility": 1.44,
-                     "roundtrip": 1.0},
+                     "roundtrip": 1.0, "chars_per_token": 4.1},
                     {"tokenizer": "gpt2", "eval_set": "flores", "vocab_size": 50257, "fertility": 4.85,
                      "roundtrip": 1.0},
                 ],
@@ -137,6 +140,7 @@ def test_the_default_reports_first_pages_are_rendered_and_recorded():
     assert "clusters" not in rec["corpus"] and rec["tokenizers"]["lexicon"] == {
         "unimorph": {"n": 7046, "recall": 0.952, "precision": 0.791}
     }
+    assert all("chars_per_token" not in r for r in rec["tokenizers"]["table"])
     out = markdown(rec)
     assert "27.12 MB in 103,237 documents, 23.06 MB kept, 8.37 MB in the training mix" in out
     assert "| legal_codes | 12.02 | 3,071 / 1.68 | 9.17 | 1.00 |" in out
@@ -145,3 +149,12 @@ def test_the_default_reports_first_pages_are_rendered_and_recorded():
     assert "| as found | 16.30 | 1.580 |" in out and "unimorph (7,046 forms) recall 0.952, precision 0.791" in out
     assert "| flores | 2.360 | 2.924 | 7.250 |" in out and "1,800,000 parameters, full, 400 steps" in out
     assert "| lora | ok | 900 | 0.90 | 512.0 | 0.80 | 9.000 → 8.500 |" in out
+
+
+def test_the_preference_title_names_an_sft_term_when_there_is_one():
+    row = {"measure": "preference accuracy (24 held-out pairs)", "before": 0.5, "after": 0.9, "delta": 0.4,
+           "delta_se": 0.1, "mde": 0.28, "verdict": "gain"}  # fmt: skip
+    rec = {"preference": {"method": "dpo", "train_method": "lora", "steps": 24, "judgement": [row]}}
+    assert "DPO (lora, 24 steps), the SFT model" in markdown(rec)
+    rec["preference"]["sft_weight"] = 1.0
+    assert "DPO (lora, 24 steps, plus 1.0 × the chosen answers' cross-entropy), the SFT model" in markdown(rec)

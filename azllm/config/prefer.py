@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .data import Method, Section, SourceConfig
 
@@ -41,6 +41,10 @@ class PreferenceConfig(Section):
     """How far the policy may move from the reference (SambaLingo's 0.1)."""
     loss_type: Literal["sigmoid", "ipo", "hinge", "robust"] = "sigmoid"
     """DPO's loss (TRL's names)."""
+    sft_weight: float = Field(default=0.0, ge=0)
+    """The weight of the chosen answers' own cross-entropy (mean over their tokens) added to DPO's loss, as RPO
+    does (TRL's ``loss_type`` "sft" beside the DPO loss, ``loss_weights`` [1, sft_weight]): it keeps the chosen
+    answers likely while the margin grows, where DPO alone can lower both. 0: DPO alone. DPO only."""
     precompute_ref_log_probs: bool = False
     """Score the reference once before training (less memory while training, one pass more)."""
     max_length: int = 512
@@ -63,3 +67,12 @@ class PreferenceConfig(Section):
     """Held-out pairs per evaluation batch."""
     export: bool = True
     """Write the merged standalone folder."""
+
+    @model_validator(mode="after")
+    def _sft_weight_is_dpos(self):
+        if self.sft_weight and self.method != "dpo":
+            raise ValueError(
+                f"preference.sft_weight is DPO's (method {self.method!r}: ORPO has its own SFT term, KTO none); "
+                "set it to 0 or use method: dpo"
+            )
+        return self

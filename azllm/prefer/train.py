@@ -56,6 +56,7 @@ class PreferenceSpec(LoopSpec):
     method: str
     beta: float
     loss_type: str
+    sft_weight: float
     max_length: int
     precompute_ref_log_probs: bool
 
@@ -106,6 +107,8 @@ def build_preference_trainer(
         from trl import DPOTrainer as Trainer
 
         own = {"loss_type": [spec.loss_type], "precompute_ref_log_probs": spec.precompute_ref_log_probs}
+        if spec.sft_weight:  # RPO: DPO's loss plus the chosen answers' cross-entropy
+            own |= {"loss_type": [spec.loss_type, "sft"], "loss_weights": [1.0, spec.sft_weight]}
     elif spec.method == "kto":
         from trl import KTOConfig as Config
         from trl import KTOTrainer as Trainer

@@ -263,8 +263,8 @@ def page_record(record: dict) -> dict:
     if record.get("interrupted"):
         raise RuntimeError(f"preference tuning was interrupted at step {record.get('steps')}; rerun to resume it")
     judgement = judgement_rows(record)
-    keep = ("method", "train_method", "base", "export", "preference_accuracy", "chrf", "loops", "mean_answer_words")
-    keep += ("samples",)
+    keep = ("method", "train_method", "sft_weight", "base", "export", "preference_accuracy", "chrf", "loops")
+    keep += ("mean_answer_words", "samples")
     return {
         **{k: record.get(k) for k in keep},
         "steps": record["run"]["steps"],
@@ -281,10 +281,9 @@ def _verdict(delta: float, se: float, z: float) -> str:
 
 def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     """``azllm prefer PARAMS``: every step of the module docstring; returns (and writes to ``prefer.json`` in the
-    run's folder) ``{"key", "output_dir", "base", "method", "train_method", "counts", "shares", "run",
+    run's folder) ``{"key", "output_dir", "base", "method", "train_method", "sft_weight", "counts", "shares", "run",
     "preference_accuracy", "chrf", "loops", "mean_answer_words", "samples", "export", "z"}`` (``interrupted`` on
-    SIGTERM). A
-    finished run with the same key is returned as it is.
+    SIGTERM). A finished run with the same key is returned as it is.
 
     Inside a SageMaker job (:func:`azllm.sagemaker.job_paths`; ``launch.command: prefer``) the ``data`` channel is
     the data root, the run's folder is in the synced checkpoint folder (a restarted spot job resumes there, or finds
@@ -359,6 +358,7 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
         "base": str(base),
         "method": spec.method,
         "train_method": method,
+        "sft_weight": spec.sft_weight,
         "counts": data["counts"],
         "shares": data["shares"],
         "run": {k: v for k, v in r.items() if k not in ("model", "trainer")},

@@ -47,7 +47,7 @@ def record(doc: dict) -> dict:
         "adapt": ("runs", "steps", "genres"),
         "evaluate": ("before_after", "power", "z"),
         "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
-        "preference": ("method", "train_method", "steps", "judgement", "tasks_before_after", "pairs"),
+        "preference": ("method", "train_method", "sft_weight", "steps", "judgement", "tasks_before_after", "pairs"),
         "distill": ("bpb", "models"),
         "deploy": ("summary", "parity", "files", "speed"),
     }
@@ -62,6 +62,10 @@ def record(doc: dict) -> dict:
     for section, keys in keep.items():
         if m.get(section):
             out[section] = {k: m[section][k] for k in keys if k in m[section]}
+    table = (out.get("tokenizers") or {}).get("table")
+    if table:
+        cols = ("tokenizer", "eval_set", "vocab_size", "fertility", "roundtrip")
+        out["tokenizers"]["table"] = [{k: r[k] for k in cols if k in r} for r in table]
     lex = (out.get("tokenizers") or {}).get("lexicon")
     if lex:
         out["tokenizers"]["lexicon"] = {
@@ -345,9 +349,11 @@ def _preference(rec: dict) -> list[str]:
     rows = judged + list(p.get("tasks_before_after") or [])
     if not rows:
         return []
+    rpo = f", plus {p['sft_weight']} × the chosen answers' cross-entropy" if p.get("sft_weight") else ""
     title = (
         f"**Preference tuning (09)**: {str(p.get('method', '')).upper()} ({p.get('train_method')}, "
-        f"{p.get('steps')} steps), the SFT model (before; chance for the accuracy) against the tuned export (after)."
+        f"{p.get('steps')} steps{rpo}), the SFT model (before; chance for the accuracy) against the tuned export "
+        "(after)."
     )
     return _pair_table(title, rows)
 
@@ -358,7 +364,7 @@ def _distill(rec: dict) -> list[str]:
     if v:
         lines += [
             f"**Distillation (08)**: {v['az_set']} bits per byte: teacher {_f(v['teacher_bpb'])}, KD student "
-            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {_f(v['kd_minus_ce'], '{:+.3f}')}).",
+            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {_f(v['kd_minus_ce'], '{:+.3f}').replace('-', '−')}).",
             "",
         ]
     if s:
