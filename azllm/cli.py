@@ -579,12 +579,12 @@ def _bench_gpu(args) -> int:
 
     import yaml
 
-    from .config import load_params
+    from .config import load_params, read_yaml
     from .recipes.benchmark import gpu_params
     from .report import run_report
     from .tables import gpu_job_cost_lines, gpu_markdown_table
 
-    raw = gpu_params(yaml.safe_load(Path(args.params).read_text(encoding="utf-8")) or {}, dry_run=args.dry_run)
+    raw = gpu_params(read_yaml(args.params) or {}, dry_run=args.dry_run)
     if not args.dry_run:
         import torch
 

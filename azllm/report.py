@@ -534,14 +534,14 @@ def _data_source(cfg: Config, params_file: Path, run_dir: Path) -> tuple[Config,
     """Local data, the hub or the shipped sample (:func:`azllm.recipes.sources.choose`), decided and said before
     any notebook runs; with overrides, the notebooks get ``<run_dir>/params.effective.yaml`` (the params file with
     them laid over it)."""
-    from .config import deep_update
+    from .config import deep_update, read_yaml
 
     data = _sources.choose(cfg)
     for note in data["notes"]:
         print(f"azllm: {note}", flush=True)
     if not data["overrides"]:
         return cfg, params_file, data
-    raw = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
+    raw = read_yaml(params_file) or {}
     effective = run_dir / "params.effective.yaml"
     atomic_write_text(
         effective, yaml.safe_dump(deep_update(raw, data["overrides"]), sort_keys=False, allow_unicode=True)

@@ -103,3 +103,15 @@ def test_data_root_from_params_or_env(monkeypatch, tmp_path):
     assert Paths(load_params(None, overrides={"data": {"root": str(other)}})).data_root == other.resolve()
     monkeypatch.setenv("AZLLM_DATA_ROOT", "")  # set but empty: no data root
     assert Paths(load_params(None)).data_root is None
+
+
+def test_a_key_given_twice_is_refused_with_its_lines(tmp_path):
+    """YAML lets the last of two equal keys win silently; a params file refuses it (a second ``lr`` under
+    ``preference`` would otherwise undo the first without a word)."""
+    p = tmp_path / "p.yaml"
+    p.write_text("preference:\n  lr: 5.0e-5\n  max_steps: 24\n  lr: 2.0e-4\n")
+    with pytest.raises(ParamsError, match=r"not valid YAML: key 'lr' is given twice \(first on line 2\)") as e:
+        load_params(p)
+    assert "line 4" in str(e.value)
+    p.write_text("preference:\n  lr: 5.0e-5\nsft:\n  lr: 2.0e-4\n")  # the same key in two mappings is fine
+    assert load_params(p).preference.lr == 5.0e-5

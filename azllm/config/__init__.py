@@ -78,6 +78,7 @@ __all__ = [
     "Config",
     "ParamsError",
     "load_params",
+    "read_yaml",
     "deep_update",
     "derive",
     "SourceConfig",
@@ -251,6 +252,34 @@ def _explain(e: ValidationError) -> str:
     return "; ".join(msgs)
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is an error, not the last one silently winning."""
+
+
+def _unique_mapping(loader: _UniqueKeys, node, deep: bool = False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)):
+            continue
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep)
+
+
+_UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """A params file's YAML, refusing a key given twice in one mapping: ``yaml.YAMLError`` "key 'lr' is given
+    twice (first on line 2)", with the line of the second. The same key in two mappings is fine."""
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=_UniqueKeys)
+
+
 def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -> Config:
     """Read a params YAML, lay it over the defaults and return the validated :class:`Config`.
 
@@ -262,7 +291,7 @@ def load_params(path: str | os.PathLike | None, overrides: dict | None = None) -
         if not path.is_file():
             raise ParamsError(f"params file not found: {path}")
         try:
-            given = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            given = read_yaml(path) or {}
         except yaml.YAMLError as e:
             raise ParamsError(f"{path}: not valid YAML: {e}") from e
         if not isinstance(given, dict):

@@ -362,9 +362,10 @@ def _distill(rec: dict) -> list[str]:
     v, s = (rec.get("distill") or {}).get("bpb") or {}, (rec.get("deploy") or {}).get("summary") or {}
     lines = []
     if v:
+        gap = _f(v["kd_minus_ce"], "{:+.3f}").replace("-", "−")
         lines += [
             f"**Distillation (08)**: {v['az_set']} bits per byte: teacher {_f(v['teacher_bpb'])}, KD student "
-            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {_f(v['kd_minus_ce'], '{:+.3f}').replace('-', '−')}).",
+            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {gap}).",
             "",
         ]
     if s:
