@@ -4,7 +4,7 @@ record re-rendered equals the README's block, number for number; a record keeps 
 import json
 
 from azllm.cli import main
-from azllm.recipes.results import deploy_markdown, markdown, read_record, readme_block, record
+from azllm.recipes.results import deploy_markdown, markdown, read_record, readme_block, record, wall_time
 from conftest import REPO
 
 RECORD = REPO / "docs" / "smollm2_long.json"
@@ -21,6 +21,8 @@ def test_the_readme_results_are_the_recorded_run_rendered(capsys):
     assert rec["run"]["git_commit"] and rec["run"]["params_hash"] and rec["run"]["machine"]
     default = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "default")
     assert default == markdown(read_record(REPO / "docs" / "default.json")) and "**The corpus stage (00)**" in default
+    took = readme_block((REPO / "README.md").read_text(encoding="utf-8"), "wall-time")
+    assert took == wall_time(read_record(REPO / "docs" / "default.json")) + "\n" and "for 10 pages" in took
     control = read_record(REPO / "docs" / "smollm2_noreplay.json")
     noreplay = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-noreplay")
     assert noreplay == markdown(control) and control["adapt"]["runs"][0]["way"] == "extend"

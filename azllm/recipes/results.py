@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["record", "read_record", "markdown", "deploy_markdown", "readme_block", "MARK"]
+__all__ = ["record", "read_record", "markdown", "deploy_markdown", "wall_time", "readme_block", "MARK"]
 
 MARK = "results:{name}"
 """The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
@@ -377,6 +377,23 @@ def _distill(rec: dict) -> list[str]:
             "",
         ]
     return lines
+
+
+def wall_time(rec: dict) -> str:
+    """The run's wall time in one line (the README's first paragraph holds the default report's):
+
+    >>> wall_time({"run": {"run_name": "default", "git_commit": "6305687abc", "machine": {"cpu_count": 2}},
+    ...            "notebooks": [{"name": "00_corpus", "seconds": 60.0}, {"name": "01_tokenizers", "seconds": 90.0}]})
+    '`azllm run` of `default`: 2.5 min for 2 pages at commit 6305687 on 2 cores.'
+    """
+    nb, r = rec.get("notebooks") or [], rec["run"]
+    total = sum(n["seconds"] or 0 for n in nb)
+    cores = (r.get("machine") or {}).get("cpu_count")
+    on = f" on {cores} cores" if cores else ""
+    return (
+        f"`azllm run` of `{r['run_name']}`: {total / 60:.1f} min for {len(nb)} pages at commit "
+        f"{str(r['git_commit'])[:7]}{on}."
+    )
 
 
 def markdown(rec: dict) -> str:
