@@ -81,6 +81,8 @@ fig = plots.preference_curves(run["run"])
 #   the reference, chosen over rejected) is positive; chance is 0.5, and the verdict is a binomial test against it.
 # - **chrF++** of the held-out answers, paired against the SFT model's answers to the same prompts; a gain (▲) or
 #   loss (▼) only beyond 1.96 paired standard errors.
+# - **Loop rate** and **empty answers** (answers with no word), paired, lower is better: a loop rate that falls
+#   because the answers vanished shows as a rise in empty answers.
 # - **Mean answer words** before and after: DPO lengthens answers, and a chrF++ change that comes from length alone
 #   shows here.
 

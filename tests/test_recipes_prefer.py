@@ -60,8 +60,10 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     assert len(record["samples"]) == 3 and all(s["sft"] is not None for s in record["samples"])
     loops = record["loops"]
     assert loops["n"] == chrf["n"] and 0 <= loops["before"] <= 1 and 0 <= loops["after"] <= 1
+    empty = record["empty"]
+    assert empty["n"] == chrf["n"] and 0 <= empty["before"] <= 1 and 0 <= empty["after"] <= 1
     rows = {r["measure"].split(" (")[0]: r for r in prefer.judgement_rows(record)}
-    assert set(rows) == {"preference accuracy", "chrF++", "loop rate", "mean answer words"}
+    assert set(rows) == {"preference accuracy", "chrF++", "loop rate", "empty answers", "mean answer words"}
     assert rows["preference accuracy"]["mde"] == pytest.approx(2.8016 * rows["preference accuracy"]["delta_se"])
     assert rows["loop rate"]["delta"] == pytest.approx(loops["after"] - loops["before"])
     from transformers import AutoModelForCausalLM
@@ -90,7 +92,7 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     trained = [r for r in m["pairs"] if r["step"].startswith("trained on")]
     assert trained and abs(sum(r["share"] for r in trained) - 1) < 1e-9
     judged = {r["measure"].split(" (")[0]: r for r in m["judgement"]}
-    assert set(judged) == {"preference accuracy", "chrF++", "loop rate", "mean answer words"}
+    assert set(judged) == {"preference accuracy", "chrF++", "loop rate", "empty answers", "mean answer words"}
     acc = judged["preference accuracy"]
     assert acc["before"] == 0.5 and abs(acc["delta_se"] - (0.25 / m["preference_accuracy"]["n"]) ** 0.5) < 1e-12
     assert {r["task"] for r in m["tasks_before_after"]} >= {"sib200_az", "sib200_en"}

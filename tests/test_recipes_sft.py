@@ -219,6 +219,21 @@ def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(ti
     assert ch["delta_se"] == pytest.approx(math.sqrt(4.0 / 3)) and ch["verdict"] == "gain"  # 3 > 1.96 * 1.155
 
 
+def test_a_loop_rate_that_falls_because_the_answers_vanished_shows_as_empty_answers():
+    """Eight held-out answers, six looping, all empty after: the loop rate falls beyond the noise, and the empty
+    share says why (0 -> 1, a loss; lower is better)."""
+    from azllm.config import Config
+
+    before_rows = [{"loop": i < 6, "words": 12, "chrf++": 5.0} for i in range(8)]
+    after_rows = [{"loop": False, "words": 0, "chrf++": 0.0} for _ in range(8)]
+    before = {"rows": before_rows, "chrf++": 5.0, "loop_share": 0.75, "empty_share": 0.0}
+    after = {"rows": after_rows, "chrf++": 0.0, "loop_share": 0.0, "empty_share": 1.0}
+    loops = sft.answer_change(Config(), before, after, measure="loop")
+    assert loops["delta"] == pytest.approx(-0.75) and loops["verdict"] == "gain" and loops["n"] == 8
+    empty = sft.answer_change(Config(), before, after, measure="empty")
+    assert (empty["before"], empty["after"], empty["delta"], empty["verdict"]) == (0.0, 1.0, 1.0, "loss")
+
+
 def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
     runs = [
         {"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}

@@ -171,6 +171,7 @@ def judge(cfg: Config, model, sft_model, tok, template: Template, data: dict) ->
     if before is not None:
         lengths["before"] = [len(r["answer"].split()) for r in before["rows"]]
         out["loops"] = answer_change(cfg, before, after, measure="loop")
+        out["empty"] = answer_change(cfg, before, after, measure="empty")
     out["mean_answer_words"] = {k: sum(v) / len(v) for k, v in lengths.items() if v}
     return out
 
@@ -240,6 +241,15 @@ def judgement_rows(record: dict) -> list[dict]:
                 "chance": None,
             }
         )
+    em = record.get("empty")
+    if em:
+        rows.append(
+            {
+                "measure": f"empty answers ({em['n']} held-out answers; lower is better)",
+                **{k: em[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
+                "chance": None,
+            }
+        )
     if "before" in words:
         rows.append(
             {
@@ -264,7 +274,7 @@ def page_record(record: dict) -> dict:
         raise RuntimeError(f"preference tuning was interrupted at step {record.get('steps')}; rerun to resume it")
     judgement = judgement_rows(record)
     keep = ("method", "train_method", "sft_weight", "base", "export", "preference_accuracy", "chrf", "loops")
-    keep += ("mean_answer_words", "samples")
+    keep += ("empty", "mean_answer_words", "samples")
     return {
         **{k: record.get(k) for k in keep},
         "steps": record["run"]["steps"],
@@ -282,8 +292,8 @@ def _verdict(delta: float, se: float, z: float) -> str:
 def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     """``azllm prefer PARAMS``: every step of the module docstring; returns (and writes to ``prefer.json`` in the
     run's folder) ``{"key", "output_dir", "base", "method", "train_method", "sft_weight", "counts", "shares", "run",
-    "preference_accuracy", "chrf", "loops", "mean_answer_words", "samples", "export", "z"}`` (``interrupted`` on
-    SIGTERM). A finished run with the same key is returned as it is.
+    "preference_accuracy", "chrf", "loops", "empty", "mean_answer_words", "samples", "export", "z"}``
+    (``interrupted`` on SIGTERM). A finished run with the same key is returned as it is.
 
     Inside a SageMaker job (:func:`azllm.sagemaker.job_paths`; ``launch.command: prefer``) the ``data`` channel is
     the data root, the run's folder is in the synced checkpoint folder (a restarted spot job resumes there, or finds

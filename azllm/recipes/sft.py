@@ -428,8 +428,9 @@ def decoding(cfg: Config) -> dict:
 
 
 def scored_answers(cfg: Config, model, tokenizer, template: Template, data: SftData) -> dict:
-    """``{"rows", "chrf++", "stopped_share", "loop_share", "mean_words"}``: greedy answers to the held-out
-    instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag."""
+    """``{"rows", "chrf++", "stopped_share", "loop_share", "empty_share", "mean_words"}``: greedy answers to the
+    held-out instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag (an answer of
+    no word is empty: it neither loops nor answers)."""
     from ..sft.generate import chrf_scores, generate_answers
 
     rows = generate_answers(
@@ -449,6 +450,7 @@ def scored_answers(cfg: Config, model, tokenizer, template: Template, data: SftD
         "chrf++": scores["chrf++"],
         "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None,
         "loop_share": sum(r["loop"] for r in rows) / len(rows) if rows else None,
+        "empty_share": sum(r["words"] == 0 for r in rows) / len(rows) if rows else None,
         "mean_words": sum(r["words"] for r in rows) / len(rows) if rows else None,
     }
 
@@ -498,14 +500,20 @@ def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
 
 def answer_change(cfg: Config, before: dict, after: dict, *, measure: str = "chrf++") -> dict:
     """One per-answer measure of the same held-out answers (:func:`scored_answers`) before -> after, paired
-    (:func:`azllm.evaluation.compare.difference`): ``measure`` "chrf++" (the corpus scores; higher is better) or
-    "loop" (the loop rate; lower is better). ``{"before", "after", "delta", "delta_se", "verdict", "mde", "n"}``."""
+    (:func:`azllm.evaluation.compare.difference`): ``measure`` "chrf++" (the corpus scores; higher is better),
+    "loop" (the loop rate; lower is better) or "empty" (the share of answers with no word; lower is better: a loop
+    rate that falls because the answers vanished is no gain). ``{"before", "after", "delta", "delta_se", "verdict",
+    "mde", "n"}``."""
     from ..evaluation.compare import difference
 
-    total = {"chrf++": "chrf++", "loop": "loop_share"}[measure]
-    b = {"value": before[total], "items": [float(r[measure]) for r in before["rows"]]}
-    a = {"value": after[total], "items": [float(r[measure]) for r in after["rows"]]}
-    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=measure != "loop")
+    total, item = {
+        "chrf++": ("chrf++", lambda r: r["chrf++"]),
+        "loop": ("loop_share", lambda r: r["loop"]),
+        "empty": ("empty_share", lambda r: r["words"] == 0),
+    }[measure]
+    b = {"value": before[total], "items": [float(item(r)) for r in before["rows"]]}
+    a = {"value": after[total], "items": [float(item(r)) for r in after["rows"]]}
+    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=measure == "chrf++")
     return {
         "before": b["value"],
         "after": a["value"],
