@@ -232,24 +232,15 @@ def judgement_rows(record: dict) -> list[dict]:
                 "chance": None,
             }
         )
-    lo = record.get("loops")
-    if lo:
-        rows.append(
-            {
-                "measure": f"loop rate ({lo['n']} held-out answers; lower is better)",
-                **{k: lo[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
-                "chance": None,
-            }
-        )
-    em = record.get("empty")
-    if em:
-        rows.append(
-            {
-                "measure": f"empty answers ({em['n']} held-out answers; lower is better)",
-                **{k: em[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
-                "chance": None,
-            }
-        )
+    for key, label in (("loops", "loop rate"), ("empty", "empty answers")):
+        if change := record.get(key):
+            rows.append(
+                {
+                    "measure": f"{label} ({change['n']} held-out answers; lower is better)",
+                    **{k: change[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
+                    "chance": None,
+                }
+            )
     if "before" in words:
         rows.append(
             {

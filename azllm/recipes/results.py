@@ -104,11 +104,16 @@ def _head(title: str, columns: list[str]) -> list[str]:
     return [title, "", f"| {' | '.join(columns)} |", "|" + " --- |" * len(columns)]
 
 
+def _seconds(nb: list[dict]) -> float:
+    """The pages' wall time in all (a page that recorded none counts 0)."""
+    return sum(n["seconds"] or 0 for n in nb)
+
+
 def _pages(rec: dict) -> list[str]:
     nb = rec.get("notebooks") or []
     if not nb:
         return []
-    total = sum(n["seconds"] or 0 for n in nb)
+    total = _seconds(nb)
     cells = ", ".join(f"{n['name']} {n['seconds']:,.0f} s" for n in nb)
     r = rec["run"]
     return [
@@ -387,7 +392,7 @@ def wall_time(rec: dict) -> str:
     '`azllm run` of `default`: 2.5 min for 2 pages at commit 6305687 on 2 cores.'
     """
     nb, r = rec.get("notebooks") or [], rec["run"]
-    total = sum(n["seconds"] or 0 for n in nb)
+    total = _seconds(nb)
     cores = (r.get("machine") or {}).get("cpu_count")
     on = f" on {cores} cores" if cores else ""
     return (
