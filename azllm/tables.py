@@ -23,6 +23,8 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 
 from __future__ import annotations
 
+from .markdown import VERDICT_MARK
+
 __all__ = [
     "number",
     "LABELS",
@@ -169,8 +171,6 @@ ENCODER_LABELS = {
 }
 """Display label of each encoder of :mod:`azllm.bench.encoder`."""
 
-VERDICT_MARK = {"gain": "▲", "loss": "▼", "within noise": "·", "no error estimate": "?"}
-"""How a before -> after cell marks its verdict (:mod:`azllm.evaluation.compare`)."""
 
 ALSO_SHOWN = ("acc_norm", "acc_mutual_info")
 """The other multiple-choice measures shown beside the headline (``acc``) in a model's score table."""

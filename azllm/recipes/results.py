@@ -20,12 +20,12 @@ import json
 import os
 from pathlib import Path
 
+from ..markdown import cell, change, heading, pair_table, score_format
+
 __all__ = ["record", "read_record", "markdown", "deploy_markdown", "wall_time", "readme_block", "MARK"]
 
 MARK = "results:{name}"
 """The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
-
-_SIGN = {"gain": "▲", "loss": "▼", "within noise": "·"}
 
 
 def record(doc: dict) -> dict:
@@ -81,29 +81,6 @@ def read_record(path: str | os.PathLike) -> dict:
     return doc if "metrics" not in doc else record(doc)
 
 
-def _f(x, fmt: str = "{:.3f}") -> str:
-    return "—" if x is None else fmt.format(x)
-
-
-def _change(r: dict, fmt: str = "{:.3f}") -> str:
-    """``after (Δ ± se mark)`` of a before -> after row."""
-    d = f"{fmt.format(r['delta']).replace('-', '−')}" if r.get("delta") is not None else "—"
-    plus = "+" if (r.get("delta") or 0) >= 0 else ""
-    mark = _SIGN.get(r.get("verdict"))
-    return f"{_f(r['after'], fmt)} ({plus}{d} ± {_f(r.get('delta_se'), fmt)}{' ' + mark if mark else ''})"
-
-
-def _fmt(task: str, metric: str | None) -> str:
-    if task.startswith("mean answer"):
-        return "{:.1f}"
-    return "{:.2f}" if (metric or "").startswith("chrf") or task.startswith("chrF") else "{:.3f}"
-
-
-def _head(title: str, columns: list[str]) -> list[str]:
-    """A table's title paragraph, header row and separator."""
-    return [title, "", f"| {' | '.join(columns)} |", "|" + " --- |" * len(columns)]
-
-
 def _seconds(nb: list[dict]) -> float:
     """The pages' wall time in all (a page that recorded none counts 0)."""
     return sum(n["seconds"] or 0 for n in nb)
@@ -127,14 +104,14 @@ def _adapt(rec: dict) -> list[str]:
     runs = (rec.get("adapt") or {}).get("runs") or []
     if not runs:
         return []
-    lines = _head(
+    lines = heading(
         "**Adaptation (05)**: bits per byte of the Azerbaijani and English held-out sets, before → after.",
         ["way / method", "az bpb before → after", "en bpb before → after", "tokens/s", "wall s"],
     )
     lines.extend(
-        f"| {r['way']} / {r['method']} | {_f(r['az_bpb_before'])} → {_f(r['az_bpb_after'])} | "
-        f"{_f(r['en_bpb_before'])} → {_f(r['en_bpb_after'])} | {_f(r.get('tokens_per_s'), '{:,.0f}')} | "
-        f"{_f(r.get('wall_s'), '{:,.0f}')} |"
+        f"| {r['way']} / {r['method']} | {cell(r['az_bpb_before'])} → {cell(r['az_bpb_after'])} | "
+        f"{cell(r['en_bpb_before'])} → {cell(r['en_bpb_after'])} | {cell(r.get('tokens_per_s'), '{:,.0f}')} | "
+        f"{cell(r.get('wall_s'), '{:,.0f}')} |"
         for r in runs
     )
     return [*lines, ""]
@@ -147,28 +124,17 @@ def _tasks(rec: dict) -> list[str]:
     runs = list(dict.fromkeys(f"{r['way']} / {r['method']}" for r in rows))
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     by = {(r["task"], f"{r['way']} / {r['method']}"): r for r in rows}
-    lines = _head(
+    lines = heading(
         "**Tasks before → after (06)**: each adaptation run against the base, on the same items.",
         ["task", "metric", "items", "chance", "base", *runs],
     )
     for t in tasks:
         first = next(by[(t, run)] for run in runs if (t, run) in by)
-        fmt = _fmt(t, first.get("metric"))
-        cells = [_change(by[(t, run)], fmt) if (t, run) in by else "—" for run in runs]
+        fmt = score_format(t, first.get("metric"))
+        cells = [change(by[(t, run)], fmt) if (t, run) in by else "—" for run in runs]
         lines.append(
-            f"| {t} | {first.get('metric')} | {first.get('n')} | {_f(first.get('chance'))} | "
-            f"{_f(first['before'], fmt)} ± {_f(first.get('before_se'), fmt)} | {' | '.join(cells)} |"
-        )
-    return [*lines, ""]
-
-
-def _pair_table(title: str, rows: list[dict]) -> list[str]:
-    lines = _head(title, ["measure", "items", "before", "after (Δ ± SE)", "MDE"])
-    for r in rows:
-        name = r.get("task") or r.get("measure")
-        fmt = _fmt(name, r.get("metric"))
-        lines.append(
-            f"| {name} | {r.get('n') or '—'} | {_f(r['before'], fmt)} | {_change(r, fmt)} | {_f(r.get('mde'), fmt)} |"
+            f"| {t} | {first.get('metric')} | {first.get('n')} | {cell(first.get('chance'))} | "
+            f"{cell(first['before'], fmt)} ± {cell(first.get('before_se'), fmt)} | {' | '.join(cells)} |"
         )
     return [*lines, ""]
 
@@ -185,14 +151,15 @@ def _corpus(rec: dict) -> list[str]:
     sizes, perf = c.get("sizes") or {}, c.get("performance") or {}
     size = {k: sizes.get(k) or {} for k in ("input", "cleaned", "mix")}
     title = (
-        f"**The corpus stage (00)**: {_f(size['input'].get('mb'), '{:.2f}')} MB in "
-        f"{_f(size['input'].get('documents'), '{:,}')} documents, {_f(size['cleaned'].get('mb'), '{:.2f}')} MB kept, "
-        f"{_f(size['mix'].get('mb'), '{:.2f}')} MB in the training mix; documents each step removed, with their MB; "
+        f"**The corpus stage (00)**: {cell(size['input'].get('mb'), '{:.2f}')} MB in "
+        f"{cell(size['input'].get('documents'), '{:,}')} documents, "
+        f"{cell(size['cleaned'].get('mb'), '{:.2f}')} MB kept, "
+        f"{cell(size['mix'].get('mb'), '{:.2f}')} MB in the training mix; documents each step removed, with their MB; "
         f"{c.get('decontamination_hits', 0)} training documents shared an n-gram with an evaluation set; "
-        f"{_f(perf.get('mb_per_s_per_core'), '{:.2f}')} MB/s per core on {perf.get('workers')} workers "
+        f"{cell(perf.get('mb_per_s_per_core'), '{:.2f}')} MB/s per core on {perf.get('workers')} workers "
         f"({perf.get('executor')})."
     )
-    lines = _head(title, ["source", "input MB", *(label for _, label in steps), "kept MB", "mix MB"])
+    lines = heading(title, ["source", "input MB", *(label for _, label in steps), "kept MB", "mix MB"])
     for name, v in sorted(by.items(), key=lambda kv: (kv[0] == "total", -kv[1].get("input_bytes", 0))):
         removed = [
             f"{v[k + '_docs']:,} / {v.get(k + '_bytes', 0) / 1e6:.2f}" if v.get(k + "_docs") else "0" for k, _ in steps
@@ -202,7 +169,7 @@ def _corpus(rec: dict) -> list[str]:
         label = f"**{name}**" if name == "total" else name
         lines.append(
             f"| {label} | {v.get('input_bytes', 0) / 1e6:.2f} | {' | '.join(removed)} | "
-            f"{v.get('kept_bytes', 0) / 1e6:.2f} | {_f(mix_mb, '{:.2f}')} |"
+            f"{v.get('kept_bytes', 0) / 1e6:.2f} | {cell(mix_mb, '{:.2f}')} |"
         )
     return [*lines, ""]
 
@@ -215,35 +182,35 @@ def _tokenizers(rec: dict) -> list[str]:
     sets = list(dict.fromkeys(r["eval_set"] for r in rows))
     by = {(r["tokenizer"], r["eval_set"]): r for r in rows}
     names = sorted({r["tokenizer"] for r in rows}, key=lambda n: by.get((n, sets[0]), {}).get("fertility") or 99)
-    lines = _head(
+    lines = heading(
         "**Tokenizers (01)**: tokens per whitespace word on the held-out sets (lower is better) and the share of "
         f"lines that decode back exactly; the run's tokenizer: `{t.get('best')}` (target "
-        f"{_f(t.get('fertility_target'), '{:.2f}')}).",
+        f"{cell(t.get('fertility_target'), '{:.2f}')}).",
         ["tokenizer", "vocabulary", *(f"{s} tokens/word" for s in sets), *(f"{s} round-trip" for s in sets)],
     )
     for n in names:
         first = next(by[(n, s)] for s in sets if (n, s) in by)
-        fert = [_f((by.get((n, s)) or {}).get("fertility")) for s in sets]
-        trip = [_f((by.get((n, s)) or {}).get("roundtrip"), "{:.1%}") for s in sets]
+        fert = [cell((by.get((n, s)) or {}).get("fertility")) for s in sets]
+        trip = [cell((by.get((n, s)) or {}).get("roundtrip"), "{:.1%}") for s in sets]
         lines.append(f"| {n} | {first.get('vocab_size'):,} | {' | '.join(fert)} | {' | '.join(trip)} |")
     lines.append("")
     if recipe:
         rsets = list(recipe[0].get("fertility") or {})
-        lines += _head(
+        lines += heading(
             "**What each change bought (01)**: tokens per word of the main tokenizer's recipe, each step added to the "
             "one before.",
             ["step", "corpus MB", *(f"{s} tokens/word" for s in rsets)],
         )
         lines.extend(
-            f"| {r['step']} | {_f(r.get('corpus_mb'), '{:.2f}')} | "
-            f"{' | '.join(_f(r['fertility'].get(s)) for s in rsets)} |"
+            f"| {r['step']} | {cell(r.get('corpus_mb'), '{:.2f}')} | "
+            f"{' | '.join(cell(r['fertility'].get(s)) for s in rsets)} |"
             for r in recipe
         )
         lines.append("")
     lex = t.get("lexicon") or {}
     if lex:
         parts = "; ".join(
-            f"{k} ({v.get('n', 0):,} forms) recall {_f(v.get('recall'))}, precision {_f(v.get('precision'))}"
+            f"{k} ({v.get('n', 0):,} forms) recall {cell(v.get('recall'))}, precision {cell(v.get('precision'))}"
             for k, v in lex.items()
             if v
         )
@@ -256,15 +223,18 @@ def _train(rec: dict) -> list[str]:
     final = t.get("final") or {}
     if not final:
         return []
-    lines = _head(
-        f"**The model (03)**: {t.get('source')}, {_f(t.get('main_parameters'), '{:,}')} parameters, {t.get('method')}, "
-        f"{t.get('main_steps')} steps on {_f(split.get('train_tokens'), '{:,}')} training tokens "
-        f"({_f(t.get('tokens_per_s'), '{:,.0f}')} tokens/s, peak RSS {_f(t.get('peak_rss_mb'), '{:,.0f}')} MB); bits "
+    lines = heading(
+        f"**The model (03)**: {t.get('source')}, {cell(t.get('main_parameters'), '{:,}')} parameters, "
+        f"{t.get('method')}, "
+        f"{t.get('main_steps')} steps on {cell(split.get('train_tokens'), '{:,}')} training tokens "
+        f"({cell(t.get('tokens_per_s'), '{:,.0f}')} tokens/s, peak RSS {cell(t.get('peak_rss_mb'), '{:,.0f}')} MB); "
+        "bits "
         "per byte on each held-out set beside a uniform guess over the vocabulary.",
         ["set", "bits per byte", "uniform guess", "loss (nats)"],
     )
     lines.extend(
-        f"| {k} | {_f(v.get('bpb'))} | {_f(v.get('uniform_bpb'))} | {_f(v.get('loss'))} |" for k, v in final.items()
+        f"| {k} | {cell(v.get('bpb'))} | {cell(v.get('uniform_bpb'))} | {cell(v.get('loss'))} |"
+        for k, v in final.items()
     )
     return [*lines, ""]
 
@@ -274,15 +244,15 @@ def _benchmark(rec: dict) -> list[str]:
     rows = b.get("variants") or []
     if not rows:
         return []
-    lines = _head(
+    lines = heading(
         f"**Training techniques (04)** on {b.get('device')}, batch {b.get('batch')} x {b.get('seq')} tokens: medians "
         "over rounds, each against the baseline.",
         ["variant", "status", "tokens/s", "speed ratio", "peak MB", "memory ratio", "loss first → last"],
     )
     lines.extend(
-        f"| {r['variant']} | {r.get('status')} | {_f(r.get('tokens_per_s_median'), '{:,.0f}')} | "
-        f"{_f(r.get('speed_ratio'), '{:.2f}')} | {_f(r.get('peak_mb_median'), '{:,.1f}')} | "
-        f"{_f(r.get('memory_ratio'), '{:.2f}')} | {_f(r.get('loss_first'))} → {_f(r.get('loss_last'))} |"
+        f"| {r['variant']} | {r.get('status')} | {cell(r.get('tokens_per_s_median'), '{:,.0f}')} | "
+        f"{cell(r.get('speed_ratio'), '{:.2f}')} | {cell(r.get('peak_mb_median'), '{:,.1f}')} | "
+        f"{cell(r.get('memory_ratio'), '{:.2f}')} | {cell(r.get('loss_first'))} → {cell(r.get('loss_last'))} |"
         for r in rows
     )
     return [*lines, ""]
@@ -300,16 +270,16 @@ def _power(rec: dict) -> list[str]:
     rows = (rec.get("evaluate") or {}).get("power") or []
     if not rows:
         return []
-    lines = _head(
+    lines = heading(
         "**What each measure can detect (06)**: the median paired standard error of the runs' changes and the "
         "minimum detectable effect (MDE, 80% power), beside the largest change any run showed.",
         ["task", "items", "chance", "paired SE", "MDE", "largest change"],
     )
     for r in rows:
-        fmt = _fmt(r["task"], r.get("metric"))
+        fmt = score_format(r["task"], r.get("metric"))
         lines.append(
-            f"| {r['task']} | {r.get('n')} | {_f(r.get('chance'))} | {_f(r['median_se'], fmt)} | "
-            f"{_f(r['mde'], fmt)} | {_f(r['largest_change'], fmt)} |"
+            f"| {r['task']} | {r.get('n')} | {cell(r.get('chance'))} | {cell(r['median_se'], fmt)} | "
+            f"{cell(r['mde'], fmt)} | {cell(r['largest_change'], fmt)} |"
         )
     return [*lines, ""]
 
@@ -319,7 +289,7 @@ def _stages(rec: dict) -> list[str]:
     rows, dec = s.get("stages") or [], s.get("decoding") or {}
     if not rows:
         return []
-    lines = _head(
+    lines = heading(
         f"**Which stage helps (07)**: chrF++ of the same {rows[0]['n']} held-out native answers from each model "
         f"(greedy, {dec.get('max_new_tokens')} new tokens, repetition penalty {dec.get('repetition_penalty')} on the "
         f"answer's own tokens), each paired against the {rows[0]['model']}; a loop is an answer in which one word "
@@ -327,10 +297,10 @@ def _stages(rec: dict) -> list[str]:
         ["model", "chrF++ (Δ ± SE)", "MDE", "mean words", "loop rate", "stopped"],
     )
     for r in rows:
-        score = _change({**r, "after": r["chrf"]}, "{:.2f}") if r.get("delta") is not None else _f(r["chrf"], "{:.2f}")
+        score = change({**r, "after": r["chrf"]}, "{:.2f}") if r.get("delta") is not None else cell(r["chrf"], "{:.2f}")
         lines.append(
-            f"| {r['model']} | {score} | {_f(r.get('mde'), '{:.2f}')} | {_f(r['mean_words'], '{:.1f}')} | "
-            f"{_f(r['loop_share'], '{:.0%}')} | {_f(r['stopped_share'], '{:.0%}')} |"
+            f"| {r['model']} | {score} | {cell(r.get('mde'), '{:.2f}')} | {cell(r['mean_words'], '{:.1f}')} | "
+            f"{cell(r['loop_share'], '{:.0%}')} | {cell(r['stopped_share'], '{:.0%}')} |"
         )
     return [*lines, ""]
 
@@ -340,7 +310,7 @@ def _sft(rec: dict) -> list[str]:
     rows = [r for r in [s.get("chrf_before_after")] if r] + list(s.get("tasks_before_after") or [])
     if not rows:
         return []
-    return _pair_table("**Instruction tuning (07)**: the SFT base (before) against the SFT export (after).", rows)
+    return pair_table("**Instruction tuning (07)**: the SFT base (before) against the SFT export (after).", rows)
 
 
 def _preference(rec: dict) -> list[str]:
@@ -360,24 +330,24 @@ def _preference(rec: dict) -> list[str]:
         f"{p.get('steps')} steps{rpo}), the SFT model (before; chance for the accuracy) against the tuned export "
         "(after)."
     )
-    return _pair_table(title, rows)
+    return pair_table(title, rows)
 
 
 def _distill(rec: dict) -> list[str]:
     v, s = (rec.get("distill") or {}).get("bpb") or {}, (rec.get("deploy") or {}).get("summary") or {}
     lines = []
     if v:
-        gap = _f(v["kd_minus_ce"], "{:+.3f}").replace("-", "−")
+        gap = cell(v["kd_minus_ce"], "{:+.3f}").replace("-", "−")
         lines += [
-            f"**Distillation (08)**: {v['az_set']} bits per byte: teacher {_f(v['teacher_bpb'])}, KD student "
-            f"{_f(v['kd_bpb'])}, cross-entropy student {_f(v['ce_bpb'])} (KD − CE {gap}).",
+            f"**Distillation (08)**: {v['az_set']} bits per byte: teacher {cell(v['teacher_bpb'])}, KD student "
+            f"{cell(v['kd_bpb'])}, cross-entropy student {cell(v['ce_bpb'])} (KD − CE {gap}).",
             "",
         ]
     if s:
         lines += [
-            f"**Deployment (08)**: the {s.get('model')} as GGUF {s.get('file')}: {_f(s.get('size_mb'), '{:.1f}')} MB "
-            f"(F16 {_f(s.get('f16_size_mb'), '{:.1f}')} MB), mean KL divergence against F16 "
-            f"{_f(s.get('mean_kld'), '{:.4f}')}, tokenizer parity {_f(s.get('parity_share'), '{:.1%}')} of "
+            f"**Deployment (08)**: the {s.get('model')} as GGUF {s.get('file')}: {cell(s.get('size_mb'), '{:.1f}')} MB "
+            f"(F16 {cell(s.get('f16_size_mb'), '{:.1f}')} MB), mean KL divergence against F16 "
+            f"{cell(s.get('mean_kld'), '{:.4f}')}, tokenizer parity {cell(s.get('parity_share'), '{:.1%}')} of "
             f"{s.get('parity_lines'):,} lines.",
             "",
         ]
@@ -424,8 +394,8 @@ def deploy_markdown(rec: dict) -> str:
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         lines.extend(
-            f"| {r['model']} | {r['parameters_m']:.1f} M | {r['layers']} | {_f(r['az_bpb'])} | {_f(r['en_bpb'])} | "
-            f"{_f(r.get('train_tokens_per_s'), '{:,.0f}')} | {_f(r['weights_mb'], '{:,.0f}')} |"
+            f"| {r['model']} | {r['parameters_m']:.1f} M | {r['layers']} | {cell(r['az_bpb'])} | {cell(r['en_bpb'])} | "
+            f"{cell(r.get('train_tokens_per_s'), '{:,.0f}')} | {cell(r['weights_mb'], '{:,.0f}')} |"
             for r in models
         )
         lines.append("")
@@ -435,9 +405,9 @@ def deploy_markdown(rec: dict) -> str:
             "| --- | --- | --- | --- | --- | --- |",
         ]
         lines.extend(
-            f"| {r['model']} | {r['set']} | {r['lines']:,} | {_f(r['share'], '{:.1%}')} | {r['with_new_lines']:,} "
-            f"({_f(r['with_new_share'], '{:.1%}')}) | {r['without_new_lines']:,} "
-            f"({_f(r['without_new_share'], '{:.1%}')}) |"
+            f"| {r['model']} | {r['set']} | {r['lines']:,} | {cell(r['share'], '{:.1%}')} | {r['with_new_lines']:,} "
+            f"({cell(r['with_new_share'], '{:.1%}')}) | {r['without_new_lines']:,} "
+            f"({cell(r['without_new_share'], '{:.1%}')}) |"
             for r in d["parity"]
         )
         lines.append("")
@@ -448,14 +418,15 @@ def deploy_markdown(rec: dict) -> str:
         ]
         for r in d["files"]:
             if r.get("mean_kld") is None:
-                kld, ppl = f"F16 against PyTorch: max diff {_f(r.get('vs_pytorch_max_abs_diff'))}", "—"
-                top = _f(r.get("vs_pytorch_top1"))
+                kld, ppl = f"F16 against PyTorch: max diff {cell(r.get('vs_pytorch_max_abs_diff'))}", "—"
+                top = cell(r.get("vs_pytorch_top1"))
             else:
-                kld = f"{_f(r['mean_kld'], '{:.4f}')} ± {_f(r.get('kld_se'), '{:.4f}')}"
-                ppl = f"{_f(r['ppl_ratio'])} ± {_f(r.get('ppl_ratio_se'))}"
-                top = f"{_f(r['same_top1'])} ± {_f(r.get('same_top1_se'))}"
+                kld = f"{cell(r['mean_kld'], '{:.4f}')} ± {cell(r.get('kld_se'), '{:.4f}')}"
+                ppl = f"{cell(r['ppl_ratio'])} ± {cell(r.get('ppl_ratio_se'))}"
+                top = f"{cell(r['same_top1'])} ± {cell(r.get('same_top1_se'))}"
             lines.append(
-                f"| {r['model']} | {r['file']} | {_f(r['size_mb'], '{:.1f}')} | {_f(r['bits_per_weight'], '{:.2f}')} | "
+                f"| {r['model']} | {r['file']} | {cell(r['size_mb'], '{:.1f}')} | "
+                f"{cell(r['bits_per_weight'], '{:.2f}')} | "
                 f"{r['tensor_types']} | {kld} | {ppl} | {top} |"
             )
         lines.append("")
@@ -465,9 +436,9 @@ def deploy_markdown(rec: dict) -> str:
             "| --- | --- | --- | --- | --- | --- |",
         ]
         lines.extend(
-            f"| {r['model']} | {r['runtime']} | {_f(r['prefill_tokens_per_s'], '{:,.0f}')} | "
-            f"{_f(r['gen_tokens_per_s'], '{:,.0f}')} | {_f(r['peak_rss_mb'], '{:,.0f}')} | "
-            f"{_f(r['load_s'], '{:.2f}')} |"
+            f"| {r['model']} | {r['runtime']} | {cell(r['prefill_tokens_per_s'], '{:,.0f}')} | "
+            f"{cell(r['gen_tokens_per_s'], '{:,.0f}')} | {cell(r['peak_rss_mb'], '{:,.0f}')} | "
+            f"{cell(r['load_s'], '{:.2f}')} |"
             for r in d["speed"]
         )
         lines.append("")
