@@ -27,6 +27,9 @@ Commands:
                                                                  every data stage on generated text of growing size
     bench peers PARAMS [--size 256M] [--rounds N] [--out DIR]    token files: azllm vs datasets.map vs datatrove
     results RUN_FOLDER [--record FILE]                           a run's results tables as Markdown (the README's)
+    publish RUN_OR_EXPORT [--repo OWNER/NAME] [--dry-run] [--public] [--gguf same|separate|none] [--dataset]
+                                                                 the run's last model (or corpus) on the Hugging Face
+                                                                 Hub with a card of its measured results
     lock-env                                                     write environment.yml from requirements.lock
 
 Each command is a thin call of a recipe (:mod:`azllm.recipes`) or of the report runner (:mod:`azllm.report`); a bad
@@ -87,6 +90,18 @@ def parser() -> argparse.ArgumentParser:
     rs = sub.add_parser("results", help="a run's results tables as Markdown, from its metrics.json or a record")
     rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2_long.json)")
     rs.add_argument("--record", help="also write the record: what the tables read, with the run's commit and machine")
+    pu = sub.add_parser("publish", help="a run's model (or corpus) on the Hugging Face Hub, with its card")
+    pu.add_argument("run", help="a run folder (reports/<run>: its last model) or an export folder of a run")
+    pu.add_argument("--repo", help="OWNER/NAME (default: publish.repo of the run's params)")
+    pu.add_argument(
+        "--dry-run", action="store_true", help="stage everything and print what would be uploaded; no network"
+    )
+    pu.add_argument("--public", action="store_true", help="create public repositories (default: private)")
+    pu.add_argument(
+        "--gguf", choices=["same", "separate", "none"], help="GGUF files: same repo, OWNER/NAME-GGUF, or none"
+    )
+    pu.add_argument("--dataset", action="store_true", help="publish the run's cleaned corpus instead of its model")
+    pu.add_argument("--reports", default="reports", help="where to find the run of an export folder")
     di = sub.add_parser("distill", help="knowledge distillation of a small student (distill section)")
     di.add_argument("params")
     de = sub.add_parser("deploy", help="a model folder as GGUF files for llama.cpp, with their checks (deploy.json)")
@@ -188,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "sft": _sft,
         "prefer": _prefer,
         "results": _results,
+        "publish": _publish,
         "distill": _distill,
         "deploy": _deploy,
         "launch": _launch,
@@ -278,17 +294,61 @@ def _results(args) -> int:
     return 0
 
 
+def _publish(args) -> int:
+    """``publish``: :func:`azllm.recipes.publish.publish_model` (or ``publish_dataset``); prints the plan, then the
+    commit URLs. A refusal exits 2 with what to change (a dry run that would be refused too, after staging)."""
+    from .licenses import LicenseError
+    from .publish import PublishError
+    from .recipes.publish import publish_dataset, publish_model
+
+    try:
+        if args.dataset:
+            r = publish_dataset(args.run, args.repo, dry_run=args.dry_run, public=args.public)
+        else:
+            r = publish_model(
+                args.run, args.repo, dry_run=args.dry_run, public=args.public, gguf=args.gguf, reports=args.reports
+            )
+    except (PublishError, LicenseError) as e:
+        print(f"azllm publish: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(r["plan"]))
+    for url in r["uploaded"]:
+        print(f"uploaded: {url}")
+    if r["dry_run"]:
+        print("dry run: staged, nothing uploaded" + ("; the upload would be refused (above)" if r["refused"] else ""))
+    return 2 if r["refused"] else 0
+
+
 def _prefer(args) -> int:
     """``prefer``: :func:`azllm.recipes.prefer.prefer_command`; prints the run's prefer.json path."""
     from .recipes import load
     from .recipes.prefer import prefer_command
 
-    r = prefer_command(load(args.params))
+    cfg = load(args.params)
+    r = prefer_command(cfg)
     if r.get("interrupted"):
         print(f"interrupted by {r['interrupted']}: a complete checkpoint is in {r['checkpoint']}; run again to resume")
         return 0
+    _publish_at_job_end(cfg, "preference", r)
     print(Path(r["output_dir"]) / "prefer.json")
     return 0
+
+
+def _publish_at_job_end(cfg, stage: str, record: dict) -> None:
+    """Inside a SageMaker job whose params set ``publish.repo``: publish the job's export on rank 0
+    (:func:`azllm.recipes.publish.publish_job`); a refusal fails the job after its model is saved."""
+    import os
+
+    from . import sagemaker
+
+    if not (cfg.publish.repo and record.get("export") and sagemaker.job_paths() is not None):
+        return
+    if os.environ.get("RANK", "0") != "0":
+        return
+    from .recipes.publish import publish_job
+
+    res = publish_job(cfg, stage, record, record["export"])
+    print("\n".join(res["plan"] + [f"uploaded: {u}" for u in res["uploaded"]]), file=sys.stderr)
 
 
 def _sft(args) -> int:
@@ -302,13 +362,15 @@ def _sft(args) -> int:
     from .recipes import load
     from .recipes.sft import sft_command
 
-    r = sft_command(load(args.params), show=lambda s: print(s, file=sys.stderr))
+    cfg = load(args.params)
+    r = sft_command(cfg, show=lambda s: print(s, file=sys.stderr))
     if r.get("interrupted"):
         print(
             f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",
             file=sys.stderr,
         )
         return 0
+    _publish_at_job_end(cfg, "sft", r)
     print(Path(r["output_dir"]) / "results.json")
     return 0
 

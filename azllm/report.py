@@ -2,7 +2,7 @@
 
 Layout of ``reports/<run_name>/``::
 
-    index.html            links to every page, with the run's status, params hash and commit
+    index.html            links to every page, the run's status, params hash, commit, the publish command
     01_tokenizers.html    one page per notebook (code hidden unless report.show_code or --show-code)
     01_tokenizers.ipynb   the executed notebook
     params.yaml           the params as resolved (defaults filled in)
@@ -10,10 +10,9 @@ Layout of ``reports/<run_name>/``::
     parts/                what each notebook recorded (merged into metrics.json)
     run.log               progress bars and library warnings of the kernels (echoed to the terminal, not in pages)
 
-Notebooks record their numbers with :func:`record` (plain JSON values) and their heavy outputs with
-:func:`record_artifact` (paths under the git-ignored artifacts folder); inputs with :func:`record_inputs`.
-A failed cell stops the run: the partial notebook is still rendered, ``metrics.json`` says which notebook failed
-and the runner exits non-zero.
+Notebooks record numbers with :func:`record` (plain JSON values), heavy outputs with :func:`record_artifact` (paths
+under the git-ignored artifacts folder), inputs with :func:`record_inputs`. A failed cell stops the run: the partial
+notebook is still rendered, ``metrics.json`` says which notebook failed and the runner exits non-zero.
 
 The schema of ``metrics.json``: what a notebook records is what a recipe returned (``azllm.recipes``), never a
 display table, so every key, at every depth, is snake_case (``^[a-z0-9_]+$``: ``az_bpb_after``, ``speed_ratio``,
@@ -571,7 +570,8 @@ GPU: {e(", ".join(meta["machine"].get("gpus", [])) or "none")}</p>
 <h2>The answers</h2><table><tr><th>question</th><th>this run</th><th>beside</th><th>page</th></tr>{rows}</table>
 <h2>Pages</h2><ul>{items}</ul>
 <p><a href="metrics.json">metrics.json</a> (every number, with params, versions and input sha256s) ·
-<a href="params.yaml">params.yaml</a></p></body></html>"""
+<a href="params.yaml">params.yaml</a> · to the Hub: <code>azllm publish {e(str(run_dir))} --repo OWNER/NAME</code></p>
+</body></html>"""
     atomic_write_text(run_dir / "index.html", _with_banner(doc, banner))
 
 

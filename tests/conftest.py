@@ -48,6 +48,7 @@ collect_ignore = [
     "sft_entry.py",
     "browser_helpers.py",
     "cluster_helpers.py",
+    "hub_helpers.py",
 ]
 
 
@@ -260,6 +261,17 @@ def shared() -> Path:
     root = shared_root()
     assert root is not None, "mark this test needs_shared"
     return root
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """The real huggingface_hub client talking to a recorded Hub (tests/hub_helpers.py) for one test."""
+    from hub_helpers import MockHub, install, uninstall
+
+    h = MockHub()
+    install(monkeypatch, h)
+    yield h
+    uninstall()
 
 
 @pytest.fixture(scope="session")

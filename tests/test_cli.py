@@ -29,6 +29,7 @@ SUBCOMMANDS = [
     ["bench", "prefer"],
     ["lock-env"],
     ["results"],
+    ["publish"],
     ["sft"],
     ["prefer"],
     ["distill"],

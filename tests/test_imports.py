@@ -189,6 +189,7 @@ RECIPE_IMPORTS = {
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
     "results": set(),
+    "publish": {"deploy", "paths", "prefer", "sources"},  # GGUF files made when missing; a DPO job's judgement
 }
 
 

@@ -64,6 +64,7 @@ def test_tokenizer_notebook_end_to_end(tmp_path, monkeypatch):
     assert ">nan<" not in html.lower()  # a value that does not apply (xwmt has no parallel side) shows as "—"
     index = (run_dir / "index.html").read_text()
     assert index.index("The answers") < index.index("Pages") and "Tokens per word" in index
+    assert f"azllm publish {run_dir} --repo OWNER/NAME" in index  # the command that publishes the run
 
 
 @pytest.mark.slow  # 13-21 s on 2 cores

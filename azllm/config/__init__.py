@@ -59,6 +59,7 @@ from .distill import DeployConfig, DistillConfig
 from .evaluation import EvalConfig, LocalTaskConfig, ProbeConfig
 from .launch import LaunchConfig
 from .prefer import PreferenceConfig
+from .publish import PublishConfig
 from .sft import SftConfig, SftSourceConfig, SftVariant
 from .training import (
     AdaptConfig,
@@ -111,6 +112,7 @@ __all__ = [
     "ProbeConfig",
     "SftConfig",
     "PreferenceConfig",
+    "PublishConfig",
     "SftSourceConfig",
     "SftVariant",
     "DistillConfig",
@@ -179,6 +181,8 @@ class Config(Section):
     """Knowledge distillation of a small student (notebook 08, ``azllm distill``)."""
     deploy: DeployConfig = Field(default_factory=DeployConfig)
     """GGUF files for llama.cpp with their checks (notebook 08, ``azllm deploy``)."""
+    publish: PublishConfig = Field(default_factory=PublishConfig)
+    """The run's model and corpus on the Hugging Face Hub, with their cards (``azllm publish``)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able nested dicts (what reports record)."""

@@ -41,6 +41,10 @@ class SourceConfig(Section):
     """Local files only: cap each file at this many bytes (rebalances genres)."""
     max_lines: int | None = None
     """Stop after this many documents."""
+    license: str | None = None
+    """The SPDX id of every file or hub dataset this source reads (``CC-BY-SA-4.0``, ``MIT``,
+    ``LicenseRef-research-only``); None: :data:`azllm.licenses.KNOWN` by the file's path under the data root. A
+    source with neither may be trained on but not published (``azllm publish``)."""
 
 
 def source_field(**kw: Any) -> Any:
