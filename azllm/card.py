@@ -283,7 +283,8 @@ def _limits(f: ModelFacts) -> list[str]:
 
 def _run_line(run: dict) -> str:
     mach = run.get("machine") or {}
-    where = ", ".join(str(x) for x in (mach.get("cpu"), mach.get("gpu")) if x) or "a machine not recorded"
+    parts = [*(mach.get("gpus") or []), mach.get("processor")]  # the keys of utils.machine_info
+    where = ", ".join(str(x) for x in parts if x) or "a machine not recorded"
     cores = f" ({mach['cpu_count']} cores)" if mach.get("cpu_count") else ""
     return (
         f"Made by azllm, run `{run.get('run_name')}` at commit `{str(run.get('git_commit'))[:12]}`, "

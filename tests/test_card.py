@@ -52,6 +52,13 @@ def test_the_model_index_holds_every_score_and_no_length_or_rate():
     )
 
 
+def test_the_run_line_names_the_machine_that_utils_machine_info_recorded():
+    machine = {"processor": "AMD EPYC", "cpu_count": 16, "cuda": True, "gpus": ["NVIDIA H200"]}
+    text = c.model_card(facts(run={**facts().run, "time_utc": "2026-12-04T21:19:28Z", "machine": machine}))
+    assert "2026-12-04T21:19:28Z on NVIDIA H200, AMD EPYC (16 cores)." in text
+    assert "on a machine not recorded." in c.model_card(facts())
+
+
 def test_the_text_names_what_did_not_move_what_fell_and_what_sits_at_chance():
     text = ModelCard(c.model_card(facts())).text
     assert "- Did not move beyond the noise against the SFT model: chrF++ (24 held-out answers), tumlu_az." in text

@@ -66,6 +66,8 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     assert set(rows) == {"preference accuracy", "chrF++", "loop rate", "empty answers", "mean answer words"}
     assert rows["preference accuracy"]["mde"] == pytest.approx(2.8016 * rows["preference accuracy"]["delta_se"])
     assert rows["loop rate"]["delta"] == pytest.approx(loops["after"] - loops["before"])
+    assert rows["preference accuracy"]["n"] == acc["n"]
+    assert rows["chrF++"]["n"] == rows["empty answers"]["n"] == chrf["n"]
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(record["export"])  # a plain folder: loads without peft

@@ -144,6 +144,9 @@ def test_the_card_text_names_every_measure_that_did_not_move_or_moved_down(runs)
     for r in p["tasks_before_after"]:  # every score's standard error and before value are in the table
         row = next(line for line in text.splitlines() if line.startswith(f"| {r['task']} |"))
         assert f"{r['delta_se']:.3f}" in row or f"{r['delta_se']:.2f}" in row
+    for r in p["judgement"][:2]:  # the items, from a record written before the rows held n: the measure's name
+        row = next(line for line in text.splitlines() if line.startswith(f"| {r['measure']} |"))
+        assert row.split(" | ")[1] == "24" and "(24 held-out" in r["measure"]
     assert "| adapt |" in text and "| preference | DPO (lora)" in text and "d83c0195d6e1" in text
 
 
@@ -251,6 +254,11 @@ def test_the_corpus_card_counts_are_the_corpus_stage_record(runs, monkeypatch):
     manifest = run_corpus(cfg)
     doc["artifacts"]["corpus"] = str(Paths(cfg).corpus(manifest["key"]))
     (run / "metrics.json").write_text(json.dumps(doc))
+    without = dict(doc, artifacts={k: v for k, v in doc["artifacts"].items() if k != "corpus"})
+    (runs["root"] / "no-corpus").mkdir(exist_ok=True)
+    (runs["root"] / "no-corpus" / "metrics.json").write_text(json.dumps(without))
+    with pytest.raises(PublishError, match="did not run the corpus stage .*records no artifacts.corpus"):
+        publish_dataset(runs["root"] / "no-corpus", "me/az-corpus", dry_run=True)
     r = publish_dataset(run, "me/az-corpus", dry_run=True)
     assert not r["refused"]  # CC BY 4.0, CC BY-SA 4.0 and MIT
     folder = Path(r["staged"][0]["folder"])

@@ -220,6 +220,7 @@ def judgement_rows(record: dict) -> list[dict]:
             "verdict": _verdict(acc["accuracy"] - acc["chance"], null_se, record["z"]),
             "mde": mde(null_se, z=record["z"]),
             "chance": acc["chance"],
+            "n": acc["n"],
         }
     ]
     ch = record.get("chrf")
@@ -230,6 +231,7 @@ def judgement_rows(record: dict) -> list[dict]:
                 **{k: ch[k] for k in ("before", "after", "delta", "delta_se", "verdict")},
                 "mde": ch.get("mde"),
                 "chance": None,
+                "n": ch["n"],
             }
         )
     for key, label in (("loops", "loop rate"), ("empty", "empty answers")):
@@ -237,7 +239,7 @@ def judgement_rows(record: dict) -> list[dict]:
             rows.append(
                 {
                     "measure": f"{label} ({change['n']} held-out answers; lower is better)",
-                    **{k: change[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde")},
+                    **{k: change[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde", "n")},
                     "chance": None,
                 }
             )

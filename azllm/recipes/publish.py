@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TypedDict
 
@@ -194,6 +195,17 @@ def _split(cfg: Config, task: str) -> str | None:
     return next((s for s in ("devtest", "test", "dev", "val", "validation", "train") if s in parts), None)
 
 
+def _judgement_n(record: dict, measure: str) -> int | None:
+    """The number of items behind a preference judgement row, for records written before the rows carried it: the
+    measure's part of the record, else the count its name gives ("chrF++ (24 held-out answers)")."""
+    part = {"preference": "preference_accuracy", "chrF++": "chrf", "loop": "loops", "empty": "empty"}
+    key = next((v for k, v in part.items() if measure.startswith(k)), None)
+    if key and (record.get(key) or {}).get("n"):
+        return record[key]["n"]
+    m = re.search(r"\((\d+) held-out", measure)
+    return int(m.group(1)) if m else None
+
+
 def model_scores(cfg: Config, doc: dict, last: str) -> tuple[list[Score], str]:
     """The measures of the model of stage ``last`` as the run recorded them (each against the model before that
     stage, on the same items), with the original base's score beside where the run measured it; and what "before"
@@ -206,7 +218,8 @@ def model_scores(cfg: Config, doc: dict, last: str) -> tuple[list[Score], str]:
     original_chrf = next((r for r in stages if r.get("model") == "original base"), None)
     if last == "preference":
         p = m.get("preference") or {}
-        rows, before = [{**r, "task": r["measure"]} for r in p.get("judgement") or []], "the SFT model"
+        rows = [{"n": _judgement_n(p, r["measure"]), **r, "task": r["measure"]} for r in p.get("judgement") or []]
+        before = "the SFT model"
         rows += list(p.get("tasks_before_after") or [])
     elif last == "sft":
         s = m.get("sft") or {}
@@ -409,10 +422,16 @@ def publish_dataset(
     run_dir, doc = read_run(path)
     cfg = run_config(doc)
     repo = check_repo_id(repo or (f"{cfg.publish.repo}-corpus" if cfg.publish.repo else ""))
-    folder = Path((doc.get("artifacts") or {}).get("corpus") or "")
+    recorded = (doc.get("artifacts") or {}).get("corpus")
+    if not recorded:
+        raise PublishError(
+            f"run {cfg.run_name!r} did not run the corpus stage (its metrics.json records no artifacts.corpus): "
+            "publish a run whose notebooks include 00_corpus, such as params/default.yaml's"
+        )
+    folder = Path(recorded)
     manifest_file = folder / "manifest.json"
     if not manifest_file.is_file():
-        raise PublishError(f"run {cfg.run_name!r} has no corpus stage output ({folder}): run notebook 00 first")
+        raise PublishError(f"run {cfg.run_name!r}: its corpus stage output {folder} is gone; run notebook 00 again")
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
     shards = [folder / s for s in manifest["shards"]]
     missing = [str(s) for s in shards if not s.is_file()]
