@@ -198,8 +198,8 @@ def _split(cfg: Config, task: str) -> str | None:
 def _judgement_n(record: dict, measure: str) -> int | None:
     """The number of items behind a preference judgement row, for records written before the rows carried it: the
     measure's part of the record, else the count its name gives ("chrF++ (24 held-out answers)")."""
-    part = {"preference": "preference_accuracy", "chrF++": "chrf", "loop": "loops", "empty": "empty"}
-    key = next((v for k, v in part.items() if measure.startswith(k)), None)
+    parts = (("preference", "preference_accuracy"), ("chrF++", "chrf"), ("loop", "loops"), ("empty", "empty"))
+    key = next((part for prefix, part in parts if measure.startswith(prefix)), None)
     if key and (record.get(key) or {}).get("n"):
         return record[key]["n"]
     m = re.search(r"\((\d+) held-out", measure)
