@@ -35,7 +35,7 @@ def task(name: str, **kw) -> list[dict]:
 def eval_tokenizer_dir(tmp_path_factory) -> Path:
     """A 700-piece BPE SentencePiece tokenizer (a Hugging Face folder) of the fixture corpus + English."""
     from azllm.data import iter_documents, resolve_source
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000}, FIXTURES)))
     docs += list(iter_documents(resolve_source({"path": "data/en/train.txt", "max_bytes": 40000}, FIXTURES)))

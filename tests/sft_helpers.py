@@ -24,7 +24,7 @@ def make_base(folder: Path, tokenizer_dir: Path | None = None, *, seed: int = 0)
 
     from azllm.data import iter_documents, resolve_source
     from azllm.model import build_model, model_config
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     folder = Path(folder)
     if tokenizer_dir is None:

@@ -4,7 +4,7 @@ and the medians and ratios computed from measurements (speed itself is measured 
 import pytest
 
 from azllm.bench import encoder
-from azllm.tokenizer import train_tokenizer
+from azllm.tokenizer_train import train_tokenizer
 from conftest import FIXTURES
 
 

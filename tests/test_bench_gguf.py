@@ -14,7 +14,7 @@ def tiny_gguf(tmp_path_factory):
     from azllm.deploy import convert
     from azllm.export import copy_tokenizer_files
     from azllm.model import build_model, model_config
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     tmp = tmp_path_factory.mktemp("bench-gguf")
     docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000}, FIXTURES)))

@@ -275,7 +275,7 @@ def test_an_extended_tokenizer_keeps_parity_on_lines_with_and_without_new_tokens
 @pytest.fixture(scope="module")
 def spm(tmp_path_factory):
     """A tiny Llama with a swapped tokenizer (azllm's SentencePiece BPE: sp.model + tokenizer.json), converted."""
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     tmp = tmp_path_factory.mktemp("spm")
     folder = _tiny(train_tokenizer(_docs(), tmp / "tok", vocab_size=2000, model_type="bpe"), tmp / "model")

@@ -15,7 +15,7 @@ N_NEW = 10
 @pytest.fixture(scope="module")
 def tok_dir(tmp_path_factory):
     from azllm.data import iter_documents, resolve_source
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 8000}, FIXTURES)))
     return train_tokenizer(docs, tmp_path_factory.mktemp("tok") / "tok", vocab_size=600, model_type="unigram")

@@ -86,7 +86,8 @@ def swap_setup(data, tmp_path_factory):
     """A small Llama trained briefly with a BPE tokenizer (the 'base'), saved; our unigram tokenizer is the new one."""
     from azllm.data import iter_documents, resolve_source
     from azllm.model import build_model, model_config
-    from azllm.tokenizer import load_tokenizer, train_tokenizer
+    from azllm.tokenizer import load_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
 
     tmp = tmp_path_factory.mktemp("swap")
     docs = list(iter_documents(resolve_source({"path": "data/az/train/*.txt"}, FIXTURES)))

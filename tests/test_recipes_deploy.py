@@ -61,7 +61,7 @@ def bpe_base(tmp_path_factory):
     from azllm.data import iter_documents, resolve_source
     from azllm.export import copy_tokenizer_files
     from azllm.model import build_model, model_config
-    from azllm.tokenizer import train_tokenizer
+    from azllm.tokenizer_train import train_tokenizer
     from conftest import TINY_MODEL
 
     tmp = tmp_path_factory.mktemp("deploy-bpe")

@@ -10,7 +10,8 @@ from azllm import vocab
 from azllm.data import iter_documents, resolve_source
 from azllm.metrics import tokenizer_metrics
 from azllm.text import normalize
-from azllm.tokenizer import load_tokenizer, train_tokenizer
+from azllm.tokenizer import load_tokenizer
+from azllm.tokenizer_train import train_tokenizer
 from conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parent.parent

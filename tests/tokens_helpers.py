@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from azllm.tokenizer import load_tokenizer, train_tokenizer
+from azllm.tokenizer import load_tokenizer
+from azllm.tokenizer_train import train_tokenizer
 from azllm.tokens import TokenFile, encode_corpus
 from conftest import FIXTURES, TINY_MODEL, run_notebooks  # noqa: F401
 

@@ -75,7 +75,8 @@ def az_set(cfg: Config) -> str:
 def english_tokenizer(cfg: Config):
     """An English BPE of ``adapt.base_vocab_size`` trained on ``adapt.english`` (the study base's tokenizer)."""
     from ..data import iter_documents
-    from ..tokenizer import load_tokenizer, train_tokenizer
+    from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import train_tokenizer
 
     docs = iter_documents(resolve(cfg, cfg.adapt.english))
     folder = train_tokenizer(

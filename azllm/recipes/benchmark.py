@@ -82,7 +82,8 @@ def _benchmark_ids(cfg: Config, work: Path, n_tokens: int) -> tuple[Path, int, s
     ``benchmark.corpus_bytes`` of ``data.train`` encoded with a tokenizer of ``benchmark.vocab_size`` trained on
     them."""
     from ..bench.training import corpus_ids, synthetic_ids
-    from ..tokenizer import load_tokenizer, train_tokenizer
+    from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import train_tokenizer
 
     bench = cfg.benchmark
     vocab = int(bench.vocab_size or cfg.tokenizer.vocab_size)
