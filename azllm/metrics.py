@@ -27,7 +27,7 @@ from itertools import chain
 from pathlib import Path
 
 from .morph import suffix_boundaries
-from .text import alpha_words
+from .text import alpha_words, normalize
 
 __all__ = [
     "tokenizer_metrics",
@@ -41,6 +41,7 @@ __all__ = [
     "segmentations",
     "affix_comparison",
     "export_checks",
+    "normalized_away",
     "hf_id_mismatches",
     "is_tie",
 ]
@@ -270,16 +271,33 @@ def affix_comparison(rows: list[dict], eval_set: str, names: Iterable[str]) -> l
 
 
 def export_checks(tok, folder, sets: dict[str, list[str]]) -> dict[str, dict]:
-    """Per set of lines: lossless round trip failures of ``tok`` and id mismatches of the Hugging Face export in
-    ``folder`` (see :func:`hf_id_mismatches`)."""
+    """Per set of lines: lossless round trip failures of ``tok``, id mismatches of the Hugging Face export in
+    ``folder`` (see :func:`hf_id_mismatches`), and the lines that normalizing would change
+    (:func:`normalized_away`: 0 on lines normalized already)."""
     return {
         name: {
             "lines": len(lines),
             "roundtrip_failures": roundtrip_failures(tok, lines)[0],
             "hf_id_mismatches": hf_id_mismatches(folder, lines),
+            **normalized_away(lines),
         }
         for name, lines in sets.items()
     }
+
+
+def normalized_away(lines: Iterable[str]) -> dict[str, int]:
+    """Lines that :func:`azllm.text.normalize` changes (``normalized_away``), which a pipeline that normalizes
+    before encoding cannot give back, and of those the lines where only whitespace changes (``spaces_only``).
+
+    >>> normalized_away(["Bakı ", "Azərbaycan’ın", "ok"])
+    {'normalized_away': 2, 'spaces_only': 1}
+    """
+    changed = spaces = 0
+    for ln in lines:
+        if normalize(ln) != ln:
+            changed += 1
+            spaces += " ".join(ln.split()) == normalize(ln)
+    return {"normalized_away": changed, "spaces_only": spaces}
 
 
 def hf_id_mismatches(folder: str | os.PathLike, lines: list[str], *, allow_ties: bool = False) -> int:

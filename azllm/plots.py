@@ -11,6 +11,7 @@ __all__ = [
     "adapt_curves",
     "fertility_vs_vocab",
     "best_vs_baselines",
+    "fertility_vs_morph",
     "training_curves",
     "method_bars",
     "encoder_throughput",
@@ -48,6 +49,33 @@ def fertility_vs_vocab(rows: list[dict], eval_set: str, metric: str = "fertility
     )
     ax.grid(alpha=0.3)
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def fertility_vs_morph(points: list[dict], eval_set: str, target: float | None = None):
+    """Tokens per word against morphology recall, one point per tokenizer of
+    :func:`azllm.recipes.tokenizers.frontier_points`; the frontier (no point both fewer tokens and more recall)
+    joined by a line, the target as a dashed line."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for kind, marker in (("one change", "o"), ("sweep", "s")):
+        pts = [p for p in points if p["kind"] == kind]
+        ax.scatter(
+            [p["morph_recall"] for p in pts], [p["fertility"] for p in pts], marker=marker, label=kind, alpha=0.7
+        )
+    front = sorted((p for p in points if p["on_frontier"]), key=lambda p: p["morph_recall"])
+    ax.plot([p["morph_recall"] for p in front], [p["fertility"] for p in front], color="black", lw=1, label="frontier")
+    for p in front:
+        ax.annotate(
+            p["name"], (p["morph_recall"], p["fertility"]), fontsize=7, xytext=(4, 2), textcoords="offset points"
+        )
+    if target is not None:
+        ax.axhline(target, ls="--", color="grey", lw=1, label=f"target {target:.2f}")
+    ax.set_xlabel(f"morphology recall on {eval_set} words (higher: cuts at suffix boundaries)")
+    ax.set_ylabel(f"tokens per word on {eval_set}")
+    ax.set_title("what fewer tokens cost in morphology")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -5,7 +5,7 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 :mod:`azllm.plots`.
 
 - the corpus stage: :func:`corpus_table`, :func:`mix_table` (:mod:`azllm.recipes.corpus`);
-- tokenizers: :func:`tokenizer_tables`, :func:`recipe_table`, :func:`best_sentence` (:mod:`azllm.recipes.tokenizers`);
+- tokenizers: :mod:`azllm.tokenizer_tables`;
 - token files: :func:`split_table`, :func:`encoder_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`
   (:mod:`azllm.recipes.tokens`, :mod:`azllm.bench.encoder`);
 - training: :func:`run_table` (:mod:`azllm.recipes.train`);
@@ -35,9 +35,6 @@ __all__ = [
     "records",
     "corpus_table",
     "mix_table",
-    "tokenizer_tables",
-    "recipe_table",
-    "best_sentence",
     "split_table",
     "get_batch_row",
     "encoder_table",
@@ -84,6 +81,10 @@ LABELS = {
     # tokenizers, token files
     "corpus_mb": "corpus MB",
     "train_s": "train s",
+    "morph_recall": "morph recall (words)",
+    "morph_precision": "morph precision (words)",
+    "lexicon_recall": "morph recall (lexicon)",
+    "lexicon_precision": "morph precision (lexicon)",
     "file_mb": "file MB",
     "mtokens_per_s": "Mtokens/s",
     "vs_limit": "vs limit",
@@ -239,55 +240,6 @@ def mix_table(rows: list[dict]):
         "mix_pct",
     )
     return _frame(rows, tuple(c for c in cols if c in rows[0]) if rows else cols, "source").round(3)
-
-
-# -------------------------------------------------------------------------------------------------- tokenizers
-
-TOKENIZER_COLUMNS = [
-    "vocab_size",
-    "fertility",
-    "continued_words",
-    "chars_per_token",
-    "bytes_per_token",
-    "parity",
-    "fallback_rate",
-    "vocab_used",
-    "roundtrip",
-    "morph_recall",
-    "morph_precision",
-]
-
-
-def tokenizer_tables(rows: list[dict]) -> dict:
-    """One DataFrame per eval set of :func:`azllm.metrics.evaluate`'s rows, tokenizers sorted by fertility."""
-    import pandas as pd
-
-    table = pd.DataFrame(rows).set_index(["eval_set", "tokenizer"]).sort_index()
-    cols = [c for c in TOKENIZER_COLUMNS if c in table.columns]
-    return {ev: table.loc[ev][cols].sort_values("fertility") for ev in dict.fromkeys(r["eval_set"] for r in rows)}
-
-
-def recipe_table(rows: list[dict]):
-    """:func:`azllm.recipes.tokenizers.recipe_table` by step: corpus MB, training seconds, then fertility and
-    round trip per eval set."""
-    import pandas as pd
-
-    flat = []
-    for r in rows:
-        row = labelled(r, ("step", "corpus_mb", "train_s"))
-        for ev in r["fertility"]:
-            row.update({f"{ev} fertility": r["fertility"][ev], f"{ev} roundtrip": r["roundtrip"].get(ev)})
-        flat.append(row)
-    return pd.DataFrame(flat).set_index("step")
-
-
-def best_sentence(best: dict) -> str:
-    """The best tokenizer of :func:`azllm.recipes.tokenizers.best_summary` and its target, in words."""
-    return (
-        f"best {best['best_vocab_size']}-piece tokenizer: {best['best']}, fertility on {best['selected_on']} = "
-        f"{best['best_fertility']:.3f} (target <= {best['fertility_target']:.2f}: "
-        f"{'reached' if best['target_reached'] else 'not reached'})"
-    )
 
 
 # ------------------------------------------------------------------------------------------------- token files

@@ -35,7 +35,7 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import data, metrics, plots, recipes, report, tables
+from azllm import data, metrics, plots, recipes, report, tables, tokenizer_tables
 from azllm.recipes import corpus, tokenizers
 from azllm.recipes.paths import Paths
 from azllm.tokenizer import load_tokenizer
@@ -76,6 +76,17 @@ for name, why in skipped.items():
 print(f"{len(trained)} trained, {len(baselines)} baselines")
 
 # %% [markdown]
+# ## No evaluation text in the training sample
+# Lines of the tokenizers' training sample that share a 13-word sequence (a short line: the whole line) with each
+# held-out set: the sets the tokenizer is selected on, the parallel sets and the tasks' texts. The corpus stage
+# removes such documents; this counts what reached the tokenizer.
+
+# %%
+leakage = tokenizers.sample_leakage(cfg)
+report.record(out_dir, "tokenizers", {"sample_leakage": leakage})
+display(pd.DataFrame(leakage).set_index("held_out").T.rename(index={"sample_lines": "sample lines sharing text"}))
+
+# %% [markdown]
 # ## Every tokenizer on every held-out set
 #
 # `parity` (tokens of a line over tokens of its English translation) needs a line-parallel English side: a set
@@ -84,7 +95,7 @@ print(f"{len(trained)} trained, {len(baselines)} baselines")
 # %%
 rows = metrics.evaluate({**trained, **baselines}, evals, parallel)
 report.record(out_dir, "tokenizers", {"table": rows})
-for ev, table in tables.tokenizer_tables(rows).items():
+for ev, table in tokenizer_tables.tokenizer_tables(rows).items():
     display(Markdown(f"**{ev}** (sorted by fertility)"), table.style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
@@ -108,7 +119,7 @@ fig = plots.best_vs_baselines(
     highlight=best["best"],
     target=best["fertility_target"],
 )
-print(tables.best_sentence(best))
+print(tokenizer_tables.best_sentence(best))
 
 # %% [markdown]
 # ## What each change bought
@@ -120,18 +131,47 @@ print(tables.best_sentence(best))
 # %%
 recipe = tokenizers.recipe_table(cfg, evals)
 report.record(out_dir, "tokenizers", {"recipe": recipe})
-display(tables.recipe_table(recipe).style.format(tables.number, na_rep="—"))
+display(tokenizer_tables.recipe_table(recipe).style.format(tables.number, na_rep="—"))
+
+# %% [markdown]
+# ## Each remaining choice alone
+# The run's tokenizer at the selected size, then the same BPE with one change only (`tokenizer.sweep.one_at_a_time`
+# in the params): what it does to tokens per word (Δ against the run's tokenizer), to the raw round trip (eval lines
+# as found, not normalized, that `decode(encode(line))` does not give back) and to morphology (recall and precision
+# of suffix boundaries on the first set's words and on the UniMorph lexicon's forms).
+
+# %%
+raw_evals = tokenizers.raw_eval_lines(cfg)
+one = tokenizers.one_at_a_time_table(cfg, evals, raw_evals, tokenizers.lexicon_words(cfg))
+report.record(out_dir, "tokenizers", {"one_at_a_time": one})
+display(tokenizer_tables.one_at_a_time_table(one).style.format(tables.number, na_rep="—"))
+
+# %% [markdown]
+# ## Tokens per word against morphology
+# Every tokenizer of this page: fewer tokens per word, or cuts that follow suffixes? The line joins the tokenizers
+# that no other beats on both.
+
+# %%
+points = tokenizers.frontier_points(one, rows, first_eval, set(trained))
+report.record(out_dir, "tokenizers", {"frontier": points})
+fig = plots.fertility_vs_morph(points, first_eval, target=best["fertility_target"])
 
 # %% [markdown]
 # ## Lossless round trip and the exported Hugging Face tokenizer
-# For the best tokenizer, on every dev line: `decode(encode(x)) == x` for the normalized `x`, and the exported
-# folder loaded with `transformers.AutoTokenizer` (offline) gives exactly the SentencePiece ids.
+# For the best tokenizer, on every dev line: `decode(encode(x)) == x` for the normalized `x` and for the line as
+# found (`(as found)`), and the exported folder loaded with `transformers.AutoTokenizer` (offline) gives exactly the
+# SentencePiece ids. `normalized away`: the lines that `azllm.text.normalize` changes (apostrophes, Cyrillic ә,
+# dashes, spaces), which cannot be inverted: encode the line as found to keep them.
 
 # %%
 checks = metrics.export_checks(
     trained[best["best"]],
     trained_paths[best["best"]],
-    {**evals, **{f"{k}.en": v[1] for k, v in parallel.items()}},
+    {
+        **evals,
+        **{f"{k}.en": v[1] for k, v in parallel.items()},
+        **{f"{k} (as found)": v for k, v in raw_evals.items()},
+    },
 )
 report.record(out_dir, "tokenizers", {**best, "checks": checks})
 display(pd.DataFrame(checks).T)

@@ -18,9 +18,14 @@ def test_every_params_file_loads():
 
 def test_default_params_file_holds_only_what_differs():
     """params/default.yaml is the defaults (the typed config is the one place they live), plus the mix of the
-    shared corpus, whose source names only make sense for that data."""
+    shared corpus and the one-at-a-time changes that name its sources, which only make sense for that data."""
     cfg, defaults = load_params(REPO / "params/default.yaml"), load_params(None)
-    assert cfg.model_copy(update={"corpus": defaults.corpus}) == defaults
+    shipped = {c.name: c for c in cfg.tokenizer.sweep.one_at_a_time}
+    generic = defaults.tokenizer.sweep.one_at_a_time  # the file adds the changes that name the corpus's sources
+    assert [shipped.get(c.name) for c in generic] == generic and len(shipped) > len(generic)
+    sweep = cfg.tokenizer.sweep.model_copy(update={"one_at_a_time": generic})
+    tokenizer = cfg.tokenizer.model_copy(update={"sweep": sweep})
+    assert cfg.model_copy(update={"corpus": defaults.corpus, "tokenizer": tokenizer}) == defaults
     assert cfg.corpus.model_copy(update={"mix": defaults.corpus.mix}) == defaults.corpus
 
 

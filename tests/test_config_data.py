@@ -19,3 +19,13 @@ def test_default_sources_have_a_local_path_and_a_hub_fallback():
 def test_a_source_rejects_unknown_fields():
     with pytest.raises(ParamsError, match="data.train.pth"):
         load_params(None, overrides={"data": {"train": {"pth": "x"}}})
+
+
+def test_a_one_at_a_time_change_is_named_by_what_it_changes_when_unnamed():
+    from azllm.config.data import OneChange
+
+    assert OneChange().name == "no change"
+    assert OneChange(tokenizer={"model_type": "unigram"}, text="cleaned").name == "model_type=unigram; text=cleaned"
+    assert OneChange(name="law cap 1 MB", mix={"caps": {"legal_codes": 1000000}}).name == "law cap 1 MB"
+    with pytest.raises(ParamsError, match="one_at_a_time"):
+        load_params(None, overrides={"tokenizer": {"sweep": {"one_at_a_time": [{"text": "everything"}]}}})

@@ -100,3 +100,16 @@ def test_fertility_vs_vocab_and_best_vs_baselines():
     assert plots.fertility_vs_vocab(rows, "f", trained={"bpe-8k", "bpe-16k"}).axes
     fig = plots.best_vs_baselines(rows, "f", ["bpe-16k", "gpt2"], highlight="bpe-16k")
     assert len(fig.axes[0].patches) == 2
+
+
+def test_fertility_vs_morph_joins_the_frontier_only():
+    points = [
+        {"name": "bpe", "kind": "one change", "fertility": 1.44, "morph_recall": 15.0, "on_frontier": True},
+        {"name": "affix", "kind": "sweep", "fertility": 1.85, "morph_recall": 52.0, "on_frontier": True},
+        {"name": "unigram", "kind": "one change", "fertility": 1.50, "morph_recall": 14.0, "on_frontier": False},
+    ]
+    ax = plots.fertility_vs_morph(points, "flores", target=1.4).axes[0]
+    frontier = next(line for line in ax.lines if line.get_label() == "frontier")
+    assert list(frontier.get_xdata()) == [15.0, 52.0] and list(frontier.get_ydata()) == [1.44, 1.85]
+    assert [c.get_offsets().shape[0] for c in ax.collections] == [2, 1]  # one change, sweep
+    assert any(line.get_label() == "target 1.40" for line in ax.lines)

@@ -52,6 +52,9 @@ def test_tokenizer_notebook_end_to_end(tmp_path, monkeypatch):
     assert tk["best"] in {r["tokenizer"] for r in tk["table"]}
     assert 1.0 < tk["best_fertility"] < 5.0
     assert all(c["roundtrip_failures"] == 0 for c in tk["checks"].values())
+    assert tk["checks"]["flores (as found)"]["normalized_away"] > 0  # the raw lines carry what normalize changes
+    assert all(c["normalized_away"] == 0 for k, c in tk["checks"].items() if k in tk["eval_sets"])
+    assert [r["sample_lines"] for r in tk["sample_leakage"]] == [0] * len(tk["sample_leakage"])
     assert Path(m["artifacts"]["tokenizer"]).joinpath("tokenizer.json").is_file()
     assert {r["tokenizer"] for r in tk["table"]} >= {"unigram-1k", "bpe-2k-affix"} | (
         {"gpt2", "xlm-r"} if data == "shared" else set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..assemble import METHODS
 
@@ -97,6 +97,50 @@ class DataConfig(Section):
 # ------------------------------------------------------------------------------------------------ tokenizer
 
 
+class OneChange(Section):
+    """One change of the one-at-a-time sweep, against the run's own tokenizer at the selected size: the same BPE
+    with only this changed (:func:`azllm.recipes.tokenizers.one_at_a_time_table`)."""
+
+    name: str = ""
+    """What the table calls it ("unigram", "law cap 1 MB"); empty: the change itself, as
+    ``model_type=unigram; text=cleaned`` (``no change`` for none)."""
+    tokenizer: dict[str, Any] = Field(default_factory=dict)
+    """``tokenizer`` options that change (``model_type``, ``byte_fallback``, ...)."""
+    mix: dict[str, Any] = Field(default_factory=dict)
+    """``corpus.mix`` keys that change, each replaced whole (``weights``, ``caps``, ``sentence_dedup``)."""
+    text: Literal["mix", "cleaned"] = "mix"
+    """``cleaned``: train on every document the corpus stage kept (no mix, a larger sample)."""
+    encode_raw: bool = False
+    """Measure on the eval lines as found, not normalized (what normalization buys at encoding time)."""
+
+    @model_validator(mode="after")
+    def _named(self) -> OneChange:
+        if not self.name:
+            parts = [f"{k}={v}" for k, v in {**self.tokenizer, **self.mix}.items()]
+            parts += ["text=cleaned"] * (self.text == "cleaned") + ["encode_raw"] * self.encode_raw
+            self.name = "; ".join(parts) or "no change"
+        return self
+
+
+def _one_at_a_time() -> list[OneChange]:
+    c = OneChange
+    return [
+        c(name="unigram", tokenizer={"model_type": "unigram"}),
+        c(name="no byte fallback", tokenizer={"byte_fallback": False}),
+        c(name="max piece length 24", tokenizer={"max_piece_length": 24}),
+        c(name="digits split", tokenizer={"split_digits": True}),
+        c(name="script split (punctuation apart)", tokenizer={"split_by_unicode_script": True}),
+        c(name="affix pre-split", tokenizer={"affix_presplit": True}),
+        c(name="character coverage 0.9999", tokenizer={"character_coverage": 0.9999}),
+        c(name="whitespace stripped (SentencePiece's default)", tokenizer={"remove_extra_whitespaces": True}),
+        c(name="no sentence dedup", mix={"sentence_dedup": False}),
+        c(name="no source weights", mix={"weights": {}}),
+        c(name="no caps", mix={"caps": {}}),
+        c(name="every cleaned document (no mix)", text="cleaned"),
+        c(name="no normalization when encoding", encode_raw=True),
+    ]
+
+
 class SweepConfig(Section):
     """The tokenizer study: every combination below is trained and measured."""
 
@@ -110,6 +154,8 @@ class SweepConfig(Section):
     """The report's "best" tokenizer is chosen at this vocabulary size (None: ``tokenizer.vocab_size``)."""
     fertility_target: float = 1.40
     """The tokens per word the best tokenizer should reach on the first eval set (a line on the page's plot)."""
+    one_at_a_time: list[OneChange] = Field(default_factory=_one_at_a_time)
+    """Each change alone against the run's tokenizer at ``select_vocab_size`` (empty: no such table)."""
 
 
 class TokenizerConfig(Section):
@@ -119,8 +165,9 @@ class TokenizerConfig(Section):
     """SentencePiece model type."""
     vocab_size: int = 8000
     """Pieces, specials and byte pieces included. 8k fits the tiny CPU model; use 32000 for 125m/1b."""
-    character_coverage: float = 0.9999
-    """Share of characters covered by pieces; the rest go through byte fallback."""
+    character_coverage: float = 0.9995
+    """Share of characters covered by pieces; the rest go through byte fallback (0.9999 -> 0.9995: FLORES
+    fertility -0.001, the rare characters' pieces go to Azerbaijani words)."""
     byte_fallback: bool = True
     """Unknown characters become UTF-8 byte pieces, so nothing is lost to <unk>."""
     split_digits: bool = False
@@ -136,6 +183,9 @@ class TokenizerConfig(Section):
     such as ``ləri,`` or ``▁bilər.`` form: BPE-32k FLORES fertility 1.536 -> 1.441 on the cleaned mix, lossless;
     the cost: about 15% of the vocabulary are word+punctuation pieces, so a word can split differently before a
     comma."""
+    remove_extra_whitespaces: bool = False
+    """True (SentencePiece's default) strips leading, trailing and repeated spaces when encoding, so such a line
+    never decodes to itself; False keeps them: every raw line round-trips, at the same fertility."""
     input_sentence_size: int = 1_000_000
     """Sentence lines that SentencePiece trains on: a seeded sample, written once and shared by the sweep and the
     main tokenizer (0: all). 1M lines are about 135 MB of Azerbaijani text; they bound the memory of training on a

@@ -28,6 +28,7 @@ from .sources import resolve
 from .tasks import decontamination_sets
 
 __all__ = [
+    "held_out_lines",
     "run_corpus",
     "corpus_mix",
     "corpus_source",
@@ -44,13 +45,11 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
     from ..corpus import clean_corpus
 
     settings = cfg.corpus
-    evals, parallel, _ = eval_sets(cfg)
-    lines = {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
     cores = os.cpu_count() or 1
     return clean_corpus(
         [resolve(cfg, cfg.data.train)],
         Paths(cfg).corpus_root,
-        eval_lines=lines,
+        eval_lines=held_out_lines(cfg),
         languages=settings.languages,
         quality=settings.quality.model_dump(),
         decontamination_n=settings.decontamination_n,
@@ -64,6 +63,13 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
         else None,
         force=force,
     )
+
+
+def held_out_lines(cfg: Config) -> dict[str, list[str]]:
+    """Every text the corpus stage keeps out of training, by set: the eval sets, the Azerbaijani side of the
+    parallel sets and the local tasks' texts (``task:<name>``, :func:`azllm.recipes.tasks.decontamination_sets`)."""
+    evals, parallel, _ = eval_sets(cfg)
+    return {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
 
 
 def _known_names(names: dict, sizes: dict, what: str) -> dict:

@@ -91,12 +91,16 @@ class Paths:
     @property
     def tokenizer_sample(self) -> Path:
         """The seeded sample of training sentences the sweep and the run's tokenizer train on
-        (:func:`azllm.tokenizer.write_sample`)."""
+        (:func:`azllm.tokenizer_train.write_sample`)."""
         return self.artifacts / "tokenizer_sample.txt"
 
     def recipe_step(self, i: int) -> Path:
         """The tokenizer of step ``i`` of the "what each change bought" table."""
         return self.artifacts / "recipe" / f"step{i}"
+
+    def one_change(self, i: int) -> Path:
+        """The tokenizer of row ``i`` of the one-at-a-time table (0: the run's own options)."""
+        return self.artifacts / "one_at_a_time" / f"row{i}"
 
     @property
     def tokens(self) -> Path:

@@ -8,6 +8,10 @@ and ``corpus``.
 - :func:`main_tokenizer`: the run's tokenizer (token files, model);
 - :func:`recipe_table`: "what each change bought": the same BPE trained on the corpus as found, then with each
   step of the corpus stage and each option added in turn (steps below);
+- :func:`one_at_a_time_table`: each remaining choice alone (``tokenizer.sweep.one_at_a_time``) against the run's
+  tokenizer at the selected size, in tokens per word, raw round trips (:func:`raw_eval_lines`) and morphology on
+  the words and on the lexicon (:func:`lexicon_words`); :func:`frontier_points`: tokens per word against
+  morphology recall; :func:`sample_leakage`: evaluation text in the training sample (none, when it works);
 - :func:`lexicon_check`: the suffix inventory against the UniMorph and hunspell lexicons;
 - :func:`text_sizes`: the sizes of the training corpus and the eval sets; :func:`best_summary`: the best tokenizer
   of the sweep, its fertility on every set, the target and the reference baselines beside it.
@@ -26,12 +30,13 @@ no longer parts of one word and fertility stops comparing like with like):
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 
 from .. import data as azdata
-from ..config import Config
+from ..config import Config, OneChange
 from ..data import DataError
-from .corpus import clean_documents, corpus_source, run_corpus
+from .corpus import clean_documents, corpus_source, held_out_lines, run_corpus
 from .paths import Paths
 from .sources import resolve
 
@@ -45,6 +50,12 @@ __all__ = [
     "selected_tokenizer",
     "recipe_corpora",
     "recipe_table",
+    "raw_eval_lines",
+    "lexicon_words",
+    "changed_config",
+    "one_at_a_time_table",
+    "frontier_points",
+    "sample_leakage",
     "lexicon_check",
     "text_sizes",
     "best_summary",
@@ -67,13 +78,13 @@ def training_source(cfg: Config) -> azdata.Resolved:
 
 
 def tokenizer_options(cfg: Config, **over) -> dict:
-    """Keyword arguments of :func:`azllm.tokenizer.train_tokenizer` from ``tokenizer`` and the run's seed."""
+    """Keyword arguments of :func:`azllm.tokenizer_train.train_tokenizer` from ``tokenizer`` and the run's seed."""
     opts = cfg.tokenizer.model_dump(exclude={"max_bytes_per_file", "sweep"})
     return {**opts, "seed": cfg.seed, **over}
 
 
 def sweep_options(cfg: Config) -> list[dict]:
-    """Every combination of ``tokenizer.sweep``, as :func:`azllm.tokenizer.train_tokenizer` options."""
+    """Every combination of ``tokenizer.sweep``, as :func:`azllm.tokenizer_train.train_tokenizer` options."""
     sweep = cfg.tokenizer.sweep
     return [
         tokenizer_options(cfg, vocab_size=v, model_type=m, affix_presplit=a)
@@ -86,7 +97,7 @@ def sweep_options(cfg: Config) -> list[dict]:
 def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
     """The sweep, trained (or reused) into :attr:`Paths.tokenizers` on one sample of ``docs``
     (:attr:`Paths.tokenizer_sample`, shared with :func:`main_tokenizer`): ``(trained, skipped)``."""
-    from ..tokenizer import train_sweep
+    from ..tokenizer_train import train_sweep
 
     return train_sweep(docs, Paths(cfg).tokenizers, sweep_options(cfg), sample=Paths(cfg).tokenizer_sample)
 
@@ -120,7 +131,8 @@ def main_tokenizer(cfg: Config, docs: list[str] | None = None):
     ``tokenizer`` options on :func:`training_source` into :attr:`Paths.tokenizer`, from the same seeded sample of
     ``input_sentence_size`` sentences as the sweep (:attr:`Paths.tokenizer_sample`, written once per input). Pass
     ``docs`` (the training source's documents) to avoid reading the corpus again."""
-    from ..tokenizer import load_tokenizer, read_lines, train_tokenizer, write_sample
+    from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import read_lines, train_tokenizer, write_sample
 
     spec = cfg.tokens.tokenizer
     if spec:
@@ -138,7 +150,8 @@ def main_tokenizer(cfg: Config, docs: list[str] | None = None):
 def selected_tokenizer(cfg: Config):
     """Our tokenizer of the study's selected size (``tokenizer.sweep.select_vocab_size``), when notebook 01
     trained it in this run's artifacts; else None."""
-    from ..tokenizer import load_tokenizer, variant_name
+    from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import variant_name
 
     size = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
     name = variant_name({"model_type": cfg.tokenizer.model_type, "vocab_size": size})
@@ -168,7 +181,8 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
     """One row per step: corpus MB, training seconds, and fertility and round trip on every eval set (``{set:
     value}``)."""
     from ..metrics import tokenizer_metrics
-    from ..tokenizer import load_tokenizer, train_tokenizer
+    from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import train_tokenizer
 
     rows = []
     for i, (step, docs, opts) in enumerate(recipe_corpora(cfg)):
@@ -187,6 +201,136 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
             row["fertility"][name], row["roundtrip"][name] = m["fertility"], m["roundtrip"]
         rows.append(row)
     return rows
+
+
+def raw_eval_lines(cfg: Config) -> dict[str, list[str]]:
+    """Every eval set's non-empty lines as found, not normalized: what the raw round trip reads."""
+    return {
+        name: [t for t in azdata.source_lines(resolve(cfg, spec)) if t.strip()] for name, spec in cfg.data.eval.items()
+    }
+
+
+def lexicon_words(cfg: Config) -> Counter | None:
+    """The UniMorph forms of ``data.lexicon`` (one word each, counted once): the words of the lexicon's
+    morphology measure (:func:`azllm.metrics.morph_alignment`); None without ``data.lexicon``."""
+    from ..lexicon import read_unimorph
+
+    if cfg.data.lexicon is None:
+        return None
+    folder = Paths(cfg).under_root(cfg.data.lexicon) or Path(cfg.data.lexicon)
+    return Counter(form for _, form, _ in read_unimorph(folder / LEXICON_FILES[0]) if " " not in form)
+
+
+def changed_config(cfg: Config, change: OneChange) -> Config:
+    """``cfg`` with one change of the one-at-a-time sweep: its ``tokenizer`` options and ``corpus.mix`` keys, each
+    replaced whole (``{"weights": {}}``: no weights)."""
+    d = cfg.to_dict()
+    d["tokenizer"].update(change.tokenizer)
+    d["corpus"]["mix"].update(change.mix)
+    return Config.model_validate(d)
+
+
+def one_at_a_time_table(
+    cfg: Config, evals: dict[str, list[str]], raw: dict[str, list[str]], lexicon: Counter | None
+) -> list[dict]:
+    """The run's tokenizer at the selected size (first row, ``change`` "the run's tokenizer"), then each change of
+    ``tokenizer.sweep.one_at_a_time`` alone. Per row: training seconds, tokens per word on every eval set
+    (``fertility``, ``{set: value}``; on the lines as found for an ``encode_raw`` change), raw lines whose
+    ``decode(encode(line))`` is not the line (``raw_roundtrip_failures``), morphology recall and precision on the
+    first set's words (``morph_recall`` / ``morph_precision``) and on the lexicon's forms (``lexicon_recall`` /
+    ``lexicon_precision``; None without a lexicon)."""
+    from ..metrics import morph_alignment, roundtrip_failures, tokenizer_metrics
+    from ..tokenizer import load_tokenizer
+    from ..utils import progress
+
+    size = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
+    first = next(iter(evals))
+    rows = []
+    changes = [OneChange(name="the run's tokenizer"), *cfg.tokenizer.sweep.one_at_a_time]
+    for i, change in enumerate(progress(changes, desc="one change at a time")):
+        c = changed_config(cfg, change)
+        t0 = time.perf_counter()
+        folder = _train_one(c, change, Paths(cfg).one_change(i), size)
+        tok = load_tokenizer(folder, name=f"one-{i}")
+        lines = raw if change.encode_raw else evals
+        m = {name: tokenizer_metrics(tok, lines[name], morph=name == first) for name in evals}
+        lex = morph_alignment(tok, lexicon) if lexicon else {}
+        rows.append(
+            {
+                "change": change.name,
+                "train_s": time.perf_counter() - t0,
+                "fertility": {name: v["fertility"] for name, v in m.items()},
+                "raw_roundtrip_failures": {name: roundtrip_failures(tok, raw[name])[0] for name in raw},
+                "morph_recall": m[first]["morph_recall"],
+                "morph_precision": m[first]["morph_precision"],
+                "lexicon_recall": lex.get("morph_recall"),
+                "lexicon_precision": lex.get("morph_precision"),
+            }
+        )
+    for r in rows:  # against the run's tokenizer
+        r["fertility_delta"] = {ev: r["fertility"][ev] - rows[0]["fertility"][ev] for ev in evals}
+    return rows
+
+
+def frontier_points(one_rows: list[dict], sweep_rows: list[dict], eval_set: str, trained: set[str]) -> list[dict]:
+    """Tokens per word and morphology recall on ``eval_set`` of every one-at-a-time row (``kind`` "one change")
+    and every trained tokenizer of the sweep (``kind`` "sweep"), each marked ``on_frontier`` when no other point
+    has both fewer tokens per word and more recall."""
+    pts = [
+        {
+            "name": r["change"],
+            "kind": "one change",
+            "fertility": r["fertility"][eval_set],
+            "morph_recall": r["morph_recall"],
+        }
+        for r in one_rows
+        if r["morph_recall"] is not None
+    ]
+    pts += [
+        {"name": r["tokenizer"], "kind": "sweep", "fertility": r["fertility"], "morph_recall": r["morph_recall"]}
+        for r in sweep_rows
+        if r["eval_set"] == eval_set and r["tokenizer"] in trained and r.get("morph_recall") is not None
+    ]
+    for p in pts:
+        p["on_frontier"] = not any(
+            q["fertility"] <= p["fertility"]
+            and q["morph_recall"] >= p["morph_recall"]
+            and (q["fertility"], q["morph_recall"]) != (p["fertility"], p["morph_recall"])
+            for q in pts
+        )
+    return pts
+
+
+def sample_leakage(cfg: Config) -> list[dict]:
+    """Per held-out set (:func:`azllm.recipes.corpus.held_out_lines`), the lines of the tokenizer's training sample
+    (:attr:`Paths.tokenizer_sample`) that share a word n-gram (``corpus.decontamination_n``; a short line whole)
+    with it, as ``{"held_out", "sample_lines"}`` rows: 0 everywhere when no evaluation text reached the tokenizer."""
+    from ..corpus.decontaminate import hits_by_set
+    from ..tokenizer_train import read_lines
+
+    c = cfg.corpus
+    hits = hits_by_set(
+        read_lines(Paths(cfg).tokenizer_sample),
+        held_out_lines(cfg),
+        n=c.decontamination_n,
+        min_words=c.decontamination_min_words,
+    )
+    return [{"held_out": name, "sample_lines": n} for name, n in hits.items()]
+
+
+def _train_one(cfg: Config, change: OneChange, folder: Path, size: int) -> Path:
+    """One row's tokenizer: ``cfg``'s options at ``size`` on its text (the mix, or every cleaned document), from
+    a seeded sample as the sweep's (the sweep's own file when the text is the run's)."""
+    from ..tokenizer_train import read_lines, train_tokenizer, write_sample
+
+    opts = tokenizer_options(cfg, vocab_size=size)
+    if change.text == "cleaned" and cfg.corpus.enabled:
+        docs = clean_documents(cfg, run_corpus(cfg))
+    else:
+        docs = azdata.iter_documents(training_source(cfg))
+    sample = Paths(cfg).tokenizer_sample if not change.mix and change.text == "mix" else folder.with_suffix(".txt")
+    write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
+    return train_tokenizer(read_lines(sample), folder, **opts)
 
 
 def lexicon_check(cfg: Config) -> dict | None:
