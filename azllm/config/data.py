@@ -144,7 +144,7 @@ def _one_at_a_time() -> list[OneChange]:
 class SweepConfig(Section):
     """The tokenizer study: every combination below is trained and measured."""
 
-    vocab_sizes: list[int] = Field(default_factory=lambda: [8000, 16000, 32000, 64000])
+    vocab_sizes: list[int] = Field(default_factory=lambda: [8000, 16000, 32000, 48000, 64000])
     """Vocabulary sizes of the sweep."""
     model_types: list[Literal["unigram", "bpe"]] = Field(default_factory=lambda: ["unigram", "bpe"])
     """SentencePiece model types of the sweep."""

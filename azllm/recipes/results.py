@@ -40,7 +40,16 @@ def record(doc: dict) -> dict:
     mach = run.get("machine") or {}
     keep = {
         "corpus": ("sizes", "mix", "counts", "performance", "decontamination_hits"),
-        "tokenizers": ("recipe", "table", "best", "best_fertility_by_set", "fertility_target", "lexicon"),
+        "tokenizers": (
+            "recipe",
+            "table",
+            "best",
+            "best_fertility_by_set",
+            "fertility_target",
+            "lexicon",
+            "one_at_a_time",
+            "sample_leakage",
+        ),
         "tokens_split": ("train_tokens", "val_tokens", "train_docs", "val_docs", "dtype"),
         "train": ("source", "method", "main_steps", "main_parameters", "final", "tokens_per_s", "peak_rss_mb"),
         "benchmark": ("device", "batch", "seq", "variants"),
@@ -207,6 +216,7 @@ def _tokenizers(rec: dict) -> list[str]:
             for r in recipe
         )
         lines.append("")
+    lines += _one_at_a_time(t.get("one_at_a_time") or [], t.get("sample_leakage") or [])
     lex = t.get("lexicon") or {}
     if lex:
         parts = "; ".join(
@@ -216,6 +226,41 @@ def _tokenizers(rec: dict) -> list[str]:
         )
         lines += [f"**Suffix boundaries (01)**, `azllm.morph` against the lexicons: {parts}.", ""]
     return lines
+
+
+def _one_at_a_time(rows: list[dict], leakage: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    sets = list(rows[0].get("fertility") or {})
+    lines = heading(
+        "**Each remaining choice alone (01)**: the run's tokenizer with one change (at the same size, on the same "
+        "sample unless the change is the text): tokens per word and its change (lower is better), the lines as "
+        "found that do not decode back, and morphology recall and precision of its cuts on the first set's words.",
+        [
+            "change",
+            *(f"{s} tokens/word (Δ)" for s in sets),
+            *(f"{s} raw lines lost" for s in sets),
+            "morph recall",
+            "morph precision",
+            "train s",
+        ],
+    )
+    for r in rows:
+        delta = [cell(r["fertility_delta"].get(s), "{:+.3f}").replace("-", "−") for s in sets]
+        fert = [f"{cell(r['fertility'].get(s))} ({d})" for s, d in zip(sets, delta, strict=True)]
+        lost = [cell(r["raw_roundtrip_failures"].get(s), "{:,}") for s in sets]
+        lines.append(
+            f"| {r['change']} | {' | '.join(fert)} | {' | '.join(lost)} | {cell(r.get('morph_recall'), '{:.1%}')} | "
+            f"{cell(r.get('morph_precision'), '{:.1%}')} | {cell(r.get('train_s'), '{:.1f}')} |"
+        )
+    if leakage:
+        found = sum(r["sample_lines"] for r in leakage)
+        lines += [
+            "",
+            f"Lines of the tokenizers' training sample sharing text with a held-out set: {found:,} (of "
+            f"{len(leakage)} sets: {', '.join(r['held_out'] for r in leakage)}).",
+        ]
+    return [*lines, ""]
 
 
 def _train(rec: dict) -> list[str]:
