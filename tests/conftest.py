@@ -86,7 +86,7 @@ ANSWERED_BY = {
     "08_distill_deploy": ("Small model for a phone (distilled, GGUF)",),
     "09_preference": ("Does preference tuning help (held-out answers)",),
 }
-"""The index's answers each notebook's numbers give (:func:`azllm.report._headline`): every stage has one."""
+"""The index's answers each notebook's numbers give (:func:`azllm.answers.headline`): every stage has one."""
 
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*\.\d+(?:[eE][-+]?\d+)?")
 
@@ -151,14 +151,15 @@ def check_metrics(run_dir: Path) -> None:
     notebooks that ran should give is there, with no value missing ("—")."""
     import json
 
-    from azllm.report import _headline, key_problems
+    from azllm.answers import headline
+    from azllm.report import key_problems
 
     m = json.loads((Path(run_dir) / "metrics.json").read_text())
     bad = key_problems(m)
     assert not bad, "metrics.json keys that are not snake_case (a display label? a name outside NAMED_MAPS):\n" + (
         "\n".join(bad[:30])
     )
-    answers = {q: a for q, a, _, _ in _headline(m["metrics"])}
+    answers = {q: a for q, a, _, _ in headline(m["metrics"])}
     for page in (p["name"] for p in m["notebooks"] if p["status"] == "ok"):
         for question in ANSWERED_BY.get(page, ()):
             assert question in answers, f"{page} ran, but the index has no answer {question!r}"
