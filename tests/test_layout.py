@@ -12,7 +12,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "azllm"
 MODULES = sorted(PKG.rglob("*.py"))
 # the recipes, the presentation and the command line read a Config; the library modules take plain named arguments
-READS_CONFIG = {"config/__init__.py", "report.py", "cli.py"}
+READS_CONFIG = {"config/__init__.py", "report.py", "answers.py", "cli.py"}
 
 
 # The caps count lines as ruff formats them (one argument per line once a call passes 120 characters; the code was
@@ -79,32 +79,31 @@ def test_tests_mirror_the_tree(path):
     assert (TESTS / _mirror(path)).is_file(), f"{rel} has no tests/{_mirror(path)}"
 
 
-README = (PKG.parent / "README.md").read_text()
+LAYOUT = (PKG.parent / "docs" / "layout.md").read_text()
 
 
 def _layout_block() -> str:
-    block = README.split("## Layout", 1)[1]
-    return block.split("```", 2)[1]
+    return LAYOUT.split("```", 2)[1]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_the_readme_tree_names_every_module(path):
-    """The annotated tree at the end of the README names every module: a top-level one as ``name.py``, one inside a
+    """The annotated tree of docs/layout.md names every module: a top-level one as ``name.py``, one inside a
     package by its name on the package's lines (``recipes/ ... sft.py``, ``corpus/ ... quality``)."""
     tree = _layout_block()
     rel = path.relative_to(PKG)
     if path.name == "__init__.py":
         want = f"{rel.parent}/" if rel.parent != Path(".") else None
-        assert want is None or want in tree, f"the README's tree does not name {want}"
+        assert want is None or want in tree, f"the layout's tree does not name {want}"
         return
     if len(rel.parts) == 1:
-        assert f"{path.name} " in tree, f"the README's tree does not name {path.name}"
+        assert f"{path.name} " in tree, f"the layout's tree does not name {path.name}"
         return
     pkg = f"  {rel.parts[0]}/"
     lines = tree.split(pkg, 1)[1].split("\n")
     own = [lines[0]] + [ln for ln in lines[1:] if ln.startswith(" " * 10)][:4]  # the package's line and its follow-ups
     text = " ".join(own)
-    assert re.search(rf"\b{path.stem}\b", text), f"the README's tree does not name {rel} on the lines of {pkg.strip()}"
+    assert re.search(rf"\b{path.stem}\b", text), f"the layout's tree does not name {rel} on the lines of {pkg.strip()}"
 
 
 def test_every_docs_link_resolves():
@@ -146,3 +145,9 @@ def test_no_file_of_the_shared_folder_is_committed_whole(shared):
     assert not copies, "whole copies of shared files (commit a cut with its provenance, or read ../shared):\n" + (
         "\n".join(copies)
     )
+
+
+def test_the_readme_stays_within_250_lines():
+    """The README is the front page: what to run, what it answers, where the rest lives (docs/); detail goes there."""
+    lines = (PKG.parent / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
