@@ -43,7 +43,7 @@ report: venv
 	$(PY) -m azllm run $(PARAMS)
 
 test: venv
-	$(PY) -m pytest -q -n auto --maxprocesses 4
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --durations 25
 
 test-fast: venv
 	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow and not needs_shared"
