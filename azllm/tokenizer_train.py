@@ -432,7 +432,7 @@ def _keep_leading_spaces(tok) -> None:
     prepends only when the line does not already start with ``▁``, so ``" Bakı"`` lost its space. A BPE or unigram
     model of ours never holds ``▁`` inside a piece (``split_by_whitespace``), so no pre-tokenizer is needed.
 
-    >>> export_hf("sp.model", "out")  # doctest: +SKIP  (then " Bakı" gives SentencePiece's ids)
+    >>> export_hf("sp.model", "out")  # doctest: +SKIP
     """
     from tokenizers import normalizers
 

@@ -285,7 +285,7 @@ def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradi
     trainer, *_ = _trainer(tiny_base, conversations[:4], tmp_path, batch_size=4)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
     model = trainer.model.train()
-    assert (batch["labels"] == -100).float().mean() > 0.3  # prompts and padding: positions the head may skip
+    assert (batch["labels"] == -100).float().mean() > 0.25  # prompts and padding: positions the head may skip
 
     def loss_and_grads():
         model.zero_grad()
