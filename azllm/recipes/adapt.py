@@ -84,6 +84,7 @@ def english_tokenizer(cfg: Config):
         Paths(cfg).adapt / "en-tokenizer",
         vocab_size=cfg.adapt.base_vocab_size,
         model_type="bpe",
+        remove_extra_whitespaces=True,  # as SentencePiece bases ship (Llama 2's); extension learns no space runs
         seed=cfg.seed,
         num_threads=cfg.tokenizer.num_threads,
     )
