@@ -79,12 +79,13 @@ def test_rejected_answers_are_the_models_own(tiny_base, conversations):
     pairs, counts = build_pairs(
         [c["messages"][:-1] for c in convs], refs, [a["answer"] for a in answers], [c["id"] for c in convs], "native"
     )
-    assert counts["built"] == len(pairs) > 0 and sum(counts.values()) == len(convs)
+    assert counts["built"] == len(pairs) > 0 and counts["built"] + counts["same"] == len(convs)
     for p, a, c in zip(pairs, answers, convs):
         assert p["rejected"][0]["content"] == a["answer"] != p["chosen"][0]["content"] == c["messages"][-1]["content"]
         assert p["chosen"][0]["content"] != p["rejected"][0]["content"]
     pairs, counts = build_pairs([convs[0]["messages"][:-1]] * 2, [refs[0]] * 2, [refs[0] + " ", ""], ["x", "y"], "s")
-    assert pairs == [] and counts == {"built": 0, "same": 1, "empty": 1}
+    assert counts == {"built": 1, "same": 1, "empty": 1}
+    assert pairs[0]["rejected"] == [{"role": "assistant", "content": ""}] and pairs[0]["id"] == "s/y"
 
 
 def test_native_answers_are_chosen_over_translated_ones_for_the_same_prompt():

@@ -144,20 +144,22 @@ def check_lengths(pairs: list[dict], tokenizer, max_length: int) -> None:
 
 def build_pairs(prompts: list[list[dict]], references: list[str], answers: list[str], ids: list[str], source: str):
     """On-policy pairs: ``references[i]`` chosen over the model's ``answers[i]`` to ``prompts[i]``. Returns
-    ``(pairs, counts)`` with ``counts``: ``built``, ``same`` (the answer equals the reference) and ``empty``.
+    ``(pairs, counts)`` with ``counts``: ``built``, ``same`` (the answer equals the reference, spacing aside: no
+    pair) and ``empty`` (how many of the built pairs reject an empty answer). An empty answer is a wrong answer
+    the model gives, so the reference is preferred over it: dropping it would leave a model that stops at once
+    with nothing to learn from.
 
-    >>> pairs, c = build_pairs([[{"role": "user", "content": "Bakı?"}]] * 2, ["Paytaxt.", "Şəhər."],
-    ...                        ["Bilmirəm.", "Şəhər."], ["a", "b"], "native")
+    >>> pairs, c = build_pairs([[{"role": "user", "content": "Bakı?"}]] * 3, ["Paytaxt.", "Şəhər.", "Bəli."],
+    ...                        ["Bilmirəm.", "Şəhər.", " "], ["a", "b", "c"], "native")
     >>> [p["rejected"][0]["content"] for p in pairs], c
-    (['Bilmirəm.'], {'built': 1, 'same': 1, 'empty': 0})
+    (['Bilmirəm.', ''], {'built': 2, 'same': 1, 'empty': 1})
     """
     if not len(prompts) == len(references) == len(answers) == len(ids):
         raise ValueError("build_pairs needs as many prompts, references, answers and ids")
     pairs, counts = [], {"built": 0, "same": 0, "empty": 0}
     for prompt, ref, ans, i in zip(prompts, references, answers, ids):
-        if not ans.strip():
-            counts["empty"] += 1
-            continue
+        ans = ans if ans.strip() else ""
+        counts["empty"] += not ans
         if " ".join(ans.split()) == " ".join(ref.split()):
             counts["same"] += 1
             continue

@@ -185,8 +185,8 @@ def data_rows(record: dict) -> list[dict]:
     if built:
         rows.append(
             {
-                "step": f"built on-policy (reference over the model's answer; {built['same']} answers equal to the "
-                f"reference and {built['empty']} empty made no pair)",
+                "step": f"built on-policy (reference over the model's answer, {built['empty']} of them empty; "
+                f"{built['same']} answers equal to the reference made no pair)",
                 "pairs": built["built"],
                 "share": None,
             }
