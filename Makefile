@@ -42,7 +42,10 @@ $(VENV)/.azllm-installed: requirements.lock requirements-sagemaker.lock pyprojec
 report: venv
 	$(PY) -m azllm run $(PARAMS)
 
+# The whole suite, after the Debian packages some tests start (.ci/system-packages: installed as root, else it
+# stops at once saying what to run); it prints its 25 slowest tests and its time.
 test: venv
+	bash .ci/system-packages
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --durations 25
 
 test-fast: venv

@@ -1,6 +1,7 @@
 """The browser of the browser tests: headless Chromium from Debian's ``chromium`` package, driven by PyPI
-``playwright`` with that executable (no browser download). ``.ci/run`` installs the package; when Chromium is
-missing or cannot start, the test that asked for it fails and says why (it never skips)."""
+``playwright`` with that executable (no browser download). ``make test`` installs the package
+(``.ci/system-packages``); when Chromium is missing or cannot start, the test that asked for it fails and says why
+(it never skips)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run installs it)")
+        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/system-packages does)")
     with sync_playwright() as p:
         try:
             browser = p.chromium.launch(

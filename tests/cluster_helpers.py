@@ -1,8 +1,8 @@
 """A one-node Slurm cluster for the tests, from Debian's packages (``slurmctld``, ``slurmd``, ``slurm-client``,
-``munge``; ``.ci/run`` installs them): a fixture writes its ``slurm.conf`` in a temporary folder, starts its own
-``munged`` (own key and socket in that folder, so a stale ``/run/munge`` socket or a system daemon cannot break it),
-``slurmctld`` and ``slurmd``, points ``SLURM_CONF`` at it and stops the daemons at the end. When they cannot start the
-test fails and says why: it never skips."""
+``munge``; ``make test`` installs them: ``.ci/system-packages``): a fixture writes its ``slurm.conf`` in a temporary
+folder, starts its own ``munged`` (own key and socket in that folder, so a stale ``/run/munge`` socket or a system
+daemon cannot break it), ``slurmctld`` and ``slurmd``, points ``SLURM_CONF`` at it and stops the daemons at the end.
+When they cannot start the test fails and says why: it never skips."""
 
 from __future__ import annotations
 

@@ -50,3 +50,24 @@ def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     assert "make test" in readme and "make report" in readme
     assert "make test" in (REPO / ".ci/run").read_text()
+
+
+def test_make_test_installs_its_system_packages_first_or_says_what_to_run(tmp_path):
+    """``make test`` runs ``.ci/system-packages`` before pytest; as a user without the packages it stops at once,
+    naming every missing package and the command to run (a PATH with only an ``id`` that answers 1000)."""
+    import subprocess
+
+    mk = (REPO / "Makefile").read_text()
+    recipe = mk.split("\ntest: venv\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert recipe[0].strip() == "bash .ci/system-packages" and "pytest" in recipe[1]
+    (tmp_path / "id").write_text("#!/bin/sh\necho 1000\n")
+    (tmp_path / "id").chmod(0o755)
+    r = subprocess.run(
+        ["/bin/bash", str(REPO / ".ci/system-packages")], env={"PATH": str(tmp_path)}, capture_output=True, text=True
+    )
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "make test needs the Debian packages slurmctld slurmd slurm-client munge chromium: "
+        "run 'sudo bash .ci/system-packages' first"
+    )
+    assert subprocess.run(["bash", str(REPO / ".ci/system-packages")]).returncode == 0  # this machine has them
