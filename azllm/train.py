@@ -29,7 +29,7 @@ does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unch
   optimizer, scheduler, RNG states and the data position (the Trainer replays the seeded sampler and skips the
   batches already seen), so the loss curve is the one of an uninterrupted run (tested). The train recipe names the
   output folder by a hash of everything that shapes the run (the ``key``), so a changed run never resumes from
-  another's checkpoint, and :func:`finished_result` returns a finished run as is.
+  another's checkpoint, and :func:`azllm.lifecycle.finished_result` returns a finished run as is.
 - **Non-finite loss**: a forward hook folds every training loss's ``isfinite`` into an on-device flag, read at
   each logging step and before each checkpoint (where the Trainer syncs anyway), so the check adds no host-device
   sync per step on a GPU; a NaN/inf raises :class:`NonFiniteLossError` naming the step and the last good
@@ -44,14 +44,14 @@ does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unch
   for a non-finite loss and weights like any other. The first train loss logged after a resume between two logging
   steps averages only the steps since the resume: the Trainer's running loss is not in the checkpoint (left so:
   restoring it means writing the Trainer's private ``_tr_loss`` per rank into every checkpoint).
-- **No wasted steps** (measured by :mod:`azllm.bench.overhead` against a bare nanoGPT-style loop): on CPU the
-  process keeps freed memory for the next step (:func:`keep_freed_memory`, glibc's trim and mmap thresholds; without
-  it every step faulted 10-30k fresh pages back in, 10-20% of a step); the loss is the plain batch mean, not the
-  Trainer's sum over a token count (the windows are never padded, so both are the same number, and the count costs
-  an all-gather over the processes every step); the FLOP estimate does not count the parameters every step; DDP
-  does not search for unused parameters (every trainable weight is used); on a GPU the batch goes to the
-  device from pinned memory without a blocking copy, and no callback synchronizes the device on its own (throughput
-  and the non-finite flag are read where the Trainer syncs anyway: logging steps, evaluations, checkpoints).
+- **No wasted steps** (measured by :mod:`azllm.bench.overhead` against a bare nanoGPT-style loop): on CPU the process
+  keeps freed memory for the next step (:func:`azllm.lifecycle.keep_freed_memory`, glibc's trim and mmap thresholds;
+  without it every step faulted 10-30k fresh pages back in, 10-20% of a step); the loss is the plain batch mean, not the
+  Trainer's sum over a token count (the windows are never padded, so both are the same number, and the count costs an
+  all-gather over the processes every step); the FLOP estimate does not count the parameters every step; DDP does not
+  search for unused parameters (every trainable weight is used); on a GPU the batch goes to the device from pinned
+  memory without a blocking copy, and no callback synchronizes the device on its own (throughput and the non-finite flag
+  are read where the Trainer syncs anyway: logging steps, evaluations, checkpoints).
 - **FSDP** (``fsdp``, ``fsdp_config``: the Trainer's arguments, FSDP2 by default, the decoder layers wrapped):
   the same run sharded over the processes of ``torchrun``; the final model is gathered by every rank and written
   by rank 0. Checked on CPU against a single-process run (tests/test_train_distributed.py).
@@ -66,15 +66,11 @@ does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unch
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
-import shutil
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -89,14 +85,14 @@ from .callbacks import (  # noqa: F401
     ThroughputCallback,
     latest_checkpoint,
 )
+from .lifecycle import RunParts, RunResult, run_trainer
 from .loop import LoopSpec, training_arguments
-from .utils import atomic_write_json, json_hash, replace_dir
+from .utils import atomic_write_json, json_hash
 
 __all__ = [
     "TrainSpec",
     "run_key",
     "run_training",
-    "finished_result",
     "ThroughputCallback",
     "SafetyCallback",
     "ProgressBarCallback",
@@ -109,12 +105,7 @@ __all__ = [
     "latest_checkpoint",
     "load_trained",
     "generate",
-    "keep_freed_memory",
     "METHODS",
-    "TrainResult",
-    "curves",
-    "interrupted_result",
-    "save_final",
 ]
 
 # ----------------------------------------------------------------------------------------------------- data
@@ -180,86 +171,6 @@ def make_eval_set(token_file, tokenizer, block_size: int, max_tokens: int | None
 # ---------------------------------------------------------------------------------------------------- train
 
 
-class TrainResult(TypedDict, total=False):
-    """What a training run returns (:func:`run_training`; ``results.json`` holds it less ``model`` and
-    ``trainer``): pretraining, adaptation and distillation runs. A run a signal stopped has ``interrupted`` and no
-    ``final`` (:func:`interrupted_result`)."""
-
-    key: str
-    method: str
-    output_dir: str
-    final_dir: str
-    checkpoint: str | None
-    resumed_from: str | None
-    steps: int
-    seconds: float
-    curves: dict
-    final: dict[str, dict]
-    throughput: dict
-    eval_sets: dict[str, dict]
-    world_size: int
-    precision: dict
-    lr: float
-    max_steps: int
-    fsdp: bool
-    freed_memory_kept: bool
-    cached: bool
-    interrupted: str
-    model: Any
-    trainer: Any
-
-
-def curves(log_history: list[dict], *, one_set: bool = False) -> dict:
-    """The curves of a Trainer's ``log_history``, the one reader for pretraining, distillation, SFT and preference
-    tuning: ``{"train": [{"step", "loss", "lr", "grad_norm"}], "eval": {set: [{"step", "loss", "ppl", "bpb"}]}}``,
-    a set per ``eval_<set>_loss`` key. ``one_set``: the trainer evaluates one held-out set, logged as ``eval_loss``
-    (TRL's trainers), and ``"eval"`` is that set's list.
-
-    >>> log = [{"step": 1, "loss": 2.0, "learning_rate": 1e-3}, {"step": 1, "eval_loss": 2.5}]
-    >>> curves(log, one_set=True)["eval"]
-    [{'step': 1, 'loss': 2.5, 'ppl': None, 'bpb': None}]
-    """
-    train = [
-        {"step": h["step"], "loss": h["loss"], "lr": h.get("learning_rate"), "grad_norm": h.get("grad_norm")}
-        for h in log_history
-        if "loss" in h
-    ]
-    evals: dict[str, list] = {}
-    for h in log_history:
-        for k, v in h.items():
-            if k.startswith("eval_") and k.endswith("_loss"):
-                name = k[len("eval_") : -len("_loss")]
-                evals.setdefault(name, []).append(
-                    {"step": h["step"], "loss": v, "ppl": h.get(f"eval_{name}_ppl"), "bpb": h.get(f"eval_{name}_bpb")}
-                )
-    return {"train": train, "eval": evals.get("", []) if one_set else evals}
-
-
-def interrupted_result(trainer, *, key: str, out: Path, seconds: float, stopped) -> TrainResult:
-    """The result of a run a signal stopped (every rank wrote a complete checkpoint at this step; no final
-    evaluation, no ``results.json``): the run resumes from ``checkpoint`` when it is started again."""
-    return {
-        "key": key,
-        "interrupted": stopped,
-        "steps": trainer.state.global_step,
-        "seconds": seconds,
-        "output_dir": str(out),
-        "checkpoint": str(latest_checkpoint(out, key=key)),
-        "model": trainer.model,
-        "trainer": trainer,
-    }
-
-
-def finished_result(output_dir: str | os.PathLike, key: str) -> dict | None:
-    """The ``results.json`` of a run in ``output_dir`` that finished with the same ``key``, else None."""
-    path = Path(output_dir) / "results.json"
-    if path.is_file():
-        done = json.loads(path.read_text())
-        if done.get("key") == key:
-            return {**done, "cached": True}
-    return None
-
-
 @dataclass(frozen=True)
 class TrainSpec(LoopSpec):
     """The pretraining / adaptation loop's arguments: :class:`azllm.loop.LoopSpec` and its own fields, named as in
@@ -287,7 +198,7 @@ def run_key(*, model: dict, train: TrainSpec, tokenizer: str, data: dict, **extr
     """Everything that shapes a training run, hashed (12 hex digits): the model's spec
     (:class:`azllm.assemble.ModelSpec` as a dict), the training loop's :meth:`TrainSpec.keyed` fields, the
     tokenizer's fingerprint, the token files' keys (``data``) and anything else the caller names (``extra``).
-    It names the run's output folder and is written to its ``results.json`` (:func:`finished_result`).
+    It names the run's output folder and is written to its ``results.json`` (:func:`azllm.lifecycle.finished_result`).
 
     >>> import dataclasses
     >>> from azllm import recipes
@@ -314,23 +225,23 @@ def run_training(
     callbacks: list | tuple = (),
     progress: bool = True,
     loss_fn=None,
-) -> TrainResult:
+) -> RunResult:
     """Train ``model`` with the HF Trainer on a token file as ``spec`` says and return a plain dict of results.
 
-    ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val``
-    and dev sets); ``key``: what identifies the run (:func:`run_key`; written to ``results.json``, see
-    :func:`finished_result`); ``info``: what the caller knows about the model (Liger report, parameters, source),
-    copied to the results. Of ``spec``: ``eval_on_start`` evaluates before the first step too (the curves then
-    start at step 0, the model as given); ``report_to`` names the Trainer's experiment trackers (``tensorboard``
-    writes to ``output_dir/runs/``); ``rows_only_steps`` is a two-stage schedule for adapters: the first steps
-    update only the trainable token rows (:class:`RowsFirstCallback`), then LoRA's matrices join; ``fsdp`` /
-    ``fsdp_config`` shard through the Trainer (``fsdp_config`` keys as in transformers', over ``{"version": 2}``);
-    a launch that accelerate runs as plain data parallel anyway (CPU) is warned about. ``loss_fn``: a loss of the
-    run's own, ``loss_fn(model, inputs) -> loss`` in place of the model's (distillation: :class:`azllm.distill.
-    DistillLoss`), in training and evaluation, seen by the non-finite check like the model's own.
+    ``train_file``: an :mod:`azllm.tokens` file made with ``tokenizer``; ``eval_files``: ``{name: path}`` (``val`` and
+    dev sets); ``key``: what identifies the run (:func:`run_key`; written to ``results.json``, see
+    :func:`azllm.lifecycle.finished_result`); ``info``: what the caller knows about the model (Liger report, parameters,
+    source), copied to the results. Of ``spec``: ``eval_on_start`` evaluates before the first step too (the curves then
+    start at step 0, the model as given); ``report_to`` names the Trainer's experiment trackers (``tensorboard`` writes
+    to ``output_dir/runs/``); ``rows_only_steps`` is a two-stage schedule for adapters: the first steps update only the
+    trainable token rows (:class:`RowsFirstCallback`), then LoRA's matrices join; ``fsdp`` / ``fsdp_config`` shard
+    through the Trainer (``fsdp_config`` keys as in transformers', over ``{"version": 2}``); a launch that accelerate
+    runs as plain data parallel anyway (CPU) is warned about. ``loss_fn``: a loss of the run's own, ``loss_fn(model,
+    inputs) -> loss`` in place of the model's (distillation: :class:`azllm.distill. DistillLoss`), in training and
+    evaluation, seen by the non-finite check like the model's own.
 
-    Steps: eval windows -> Trainer (callbacks, optimizer) -> train, resuming from the newest complete checkpoint
-    -> final evaluation -> final model folder -> ``results.json``.
+    Steps: eval windows -> Trainer (callbacks, optimizer) -> :func:`azllm.lifecycle.run_trainer` (train, resuming
+    from the newest complete checkpoint of this key -> final evaluation -> final model folder -> ``results.json``).
 
     Returns ``{"method", "output_dir", "final_dir", "checkpoint", "curves": {"train": [...], "eval": {set: [...]}},
     "final": {set: {"loss", "ppl", "bpb"}}, "throughput": {...}, "steps", "seconds", "resumed_from",
@@ -346,54 +257,35 @@ def run_training(
         name: make_eval_set(path, tokenizer, spec.block_size, spec.eval_max_tokens) for name, path in eval_files.items()
     }
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    trainer, (safety, throughput, stop) = _trainer(
-        model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn, key
-    )
-    ck = latest_checkpoint(out, key=key) if spec.resume else None
-    malloc = keep_freed_memory() if not torch.cuda.is_available() else False
-    t0 = time.perf_counter()
-    try:
-        trainer.train(resume_from_checkpoint=str(ck) if ck else None)
-    finally:
-        safety.handle.remove()
-    seconds = time.perf_counter() - t0
-    if stop.stopped:
-        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=stop.stopped)
-    final = _final_metrics(trainer, safety, eval_info)
-    final_dir = save_final(
+    trainer, parts = _trainer(model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn)
+
+    def evaluate(trainer, resumed_from) -> dict:
+        ck = latest_checkpoint(out, key=key)
+        return {
+            "checkpoint": str(ck) if ck else None,
+            "final": _final_metrics(trainer, parts.safety, eval_info),
+            "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
+            "world_size": world,
+            "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16},
+            "lr": spec.lr,
+            "max_steps": spec.max_steps,
+            "fsdp": bool(trainer.is_fsdp_enabled),
+            **(info or {}),
+        }
+
+    meta = {"tokenizer": tokenizer.fingerprint, "tokenizer_path": tokenizer.path, "key": key}
+    meta |= {k: v for k, v in (info or {}).items() if k == "method"}
+    result = run_trainer(
         trainer,
-        out,
-        {
-            "tokenizer": tokenizer.fingerprint,
-            "tokenizer_path": tokenizer.path,
-            "key": key,
-            **{k: v for k, v in (info or {}).items() if k == "method"},
-        },
+        parts,
+        output_dir=out,
+        key=key,
+        resume=spec.resume,
+        meta=meta,
+        meta_file="azllm_model.json",
+        evaluate=evaluate,
     )
-    result = {
-        "key": key,
-        "output_dir": str(out),
-        "final_dir": str(final_dir),
-        "checkpoint": str(latest_checkpoint(out, key=key)) if latest_checkpoint(out, key=key) else None,
-        "resumed_from": str(ck) if ck else None,
-        "steps": trainer.state.global_step,
-        "seconds": seconds,
-        "curves": curves(trainer.state.log_history),
-        "final": final,
-        "throughput": throughput.summary(),
-        "eval_sets": {k: {kk: vv for kk, vv in v.items() if kk != "dataset"} for k, v in eval_info.items()},
-        "world_size": world,
-        "precision": {"bf16": trainer.args.bf16, "fp16": trainer.args.fp16},
-        "lr": spec.lr,
-        "max_steps": spec.max_steps,
-        "fsdp": bool(trainer.is_fsdp_enabled),
-        "freed_memory_kept": malloc,
-        "cached": False,
-        **(info or {}),
-    }
-    if trainer.is_world_process_zero():
-        atomic_write_json(out / "results.json", result)
-    return {**result, "model": model, "trainer": trainer}
+    return {**result, "model": model}
 
 
 def _trainer(
@@ -407,16 +299,15 @@ def _trainer(
     callbacks,
     progress: bool,
     loss_fn=None,
-    key: str | None = None,
 ):
     """The Trainer of a run with azllm's callbacks (safety, throughput, SIGTERM, the rows-first schedule, the
-    progress bar), adjusted by :func:`_adjust`; returns ``(trainer, (safety, throughput, stop))``."""
+    progress bar), adjusted by :func:`_adjust`; returns ``(trainer, RunParts)``."""
     from transformers import Trainer
 
     from .tokens import TokenFile, TokenWindowDataset
 
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.block_size * world, spec.untimed_steps)
-    safety = SafetyCallback(model, eval_info, out, spec.grad_accum, key=key)
+    safety = SafetyCallback(model, eval_info, out, spec.grad_accum)
     stop = StopOnSignalCallback()
     rows_first = [RowsFirstCallback(spec.rows_only_steps)] if spec.rows_only_steps else []
     n_params = sum(p.numel() for p in model.parameters())
@@ -438,7 +329,7 @@ def _trainer(
         trainer.compute_loss = functools.partial(_own_loss, loss_fn, safety)
     if progress:
         trainer.add_callback(ProgressBarCallback())
-    return trainer, (safety, throughput, stop)
+    return trainer, RunParts(safety, throughput, stop)
 
 
 def _own_loss(loss_fn, safety, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -532,51 +423,6 @@ def _final_metrics(trainer, safety, eval_info: dict) -> dict:
     }
 
 
-def save_final(trainer, out: Path, meta: dict, *, tokenizer=None, meta_file: str = "azllm_model.json") -> Path:
-    """The final model (adapters alone for LoRA) in ``out/final`` with ``meta`` in ``meta_file`` and, when given,
-    the tokenizer and its chat template: the one final save of pretraining, distillation, SFT and preference
-    tuning, written to a temporary folder and renamed. Every rank calls ``save_model`` (FSDP and ZeRO-3 gather the
-    full weights together); rank 0 writes."""
-    final_dir = out / "final"
-    tmp = out / ".final.tmp"
-    if trainer.is_world_process_zero():
-        shutil.rmtree(tmp, ignore_errors=True)
-    trainer.save_model(str(tmp))
-    if trainer.is_world_process_zero():
-        if tokenizer is not None:
-            tokenizer.save_pretrained(str(tmp))
-        atomic_write_json(tmp / meta_file, meta)
-        replace_dir(tmp, final_dir)
-    return final_dir
-
-
-def keep_freed_memory() -> bool:
-    """Keep memory that training frees inside the process for the next step (CPU, glibc), as PyTorch's caching
-    allocator does on a GPU: glibc's trim threshold to 1 GiB and its mmap threshold to the 32 MiB maximum, both fixed
-    (by default glibc adapts them and hands the step's activations back to the OS, so the next step faults them in
-    again: 10-30k page faults per step and 10-20% of the step time at the tiny preset, measured). Process-wide and
-    left in place; nothing happens where the environment sets glibc's malloc itself (``MALLOC_TRIM_THRESHOLD_``,
-    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_MMAP_MAX_``, ``MALLOC_TOP_PAD_``, ``GLIBC_TUNABLES``: the memory benchmark
-    does) or off glibc. Returns whether it applied."""
-    import ctypes
-    import sys
-
-    names = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_TOP_PAD_")
-    if (
-        not sys.platform.startswith("linux")
-        or any(n in os.environ for n in names)
-        or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", "")
-    ):
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # glibc only  # noqa: B018
-    except (OSError, AttributeError):
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
-    return bool(libc.mallopt(m_trim_threshold, 1 << 30)) and bool(libc.mallopt(m_mmap_threshold, 32 << 20))
-
-
 def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):
     """Load a model saved by :func:`run_training` (full weights, or a base + LoRA adapter) for generation."""
     from transformers import LlamaForCausalLM
@@ -589,7 +435,6 @@ def load_trained(final_dir: str | os.PathLike, dtype: torch.dtype = torch.float3
     return LlamaForCausalLM.from_pretrained(str(final_dir), dtype=dtype, use_safetensors=True)
 
 
-@torch.no_grad()
 def generate(
     model,
     tokenizer,
@@ -600,35 +445,21 @@ def generate(
     top_k: int = 50,
     seed: int = 0,
 ) -> list[dict]:
-    """Greedy and sampled continuations of each prompt: ``[{"prompt", "greedy", "sampled"}]`` (text only).
+    """Greedy and sampled continuations of each prompt from the one engine (:mod:`azllm.engine`):
+    ``[{"prompt", "greedy", "sampled"}]``, an answer that ended on EOS marked `` ⏎``.
 
-    The prompt is encoded without special tokens (as in the token files, where documents follow an EOS, the
-    prompt is preceded by EOS). Sampling is seeded.
+    The prompt is encoded without special tokens after an EOS (as in the token files, where documents follow an
+    EOS). Sampling is seeded, one prompt at a time.
     """
-    from .lora import check_not_repacked
+    from .engine import Decoding, torch_engine
 
-    check_not_repacked(model)
-    model.eval()
-    dev = next(model.parameters()).device
-    rows = []
-    for p in prompts:
-        ids = torch.tensor([[tokenizer.eos_id] + tokenizer.encode(p)], dtype=torch.long, device=dev)
-        row = {"prompt": p}
-        for mode in ("greedy", "sampled"):
-            torch.manual_seed(seed)
-            kw = (
-                dict(do_sample=False)
-                if mode == "greedy"
-                else dict(do_sample=True, temperature=temperature, top_k=top_k)
-            )
-            outp = model.generate(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=max_new_tokens,
-                eos_token_id=tokenizer.eos_id,
-                pad_token_id=tokenizer.pad_id or tokenizer.eos_id,
-                **kw,
-            )
-            row[mode] = tokenizer.decode(outp[0, ids.shape[1] :].tolist()).replace("</s>", " ⏎ ")
-        rows.append(row)
-    return rows
+    engine = torch_engine(model, tokenizer, stop_ids=[tokenizer.eos_id], batch_size=1)
+    modes = {
+        "greedy": Decoding(max_new_tokens=max_new_tokens, seed=seed),
+        "sampled": Decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, seed=seed),
+    }
+    done = {mode: engine.complete(list(prompts), d) for mode, d in modes.items()}
+    return [
+        {"prompt": p, **{m: c[i]["text"] + (" ⏎" if c[i]["stopped"] else "") for m, c in done.items()}}
+        for i, p in enumerate(prompts)
+    ]

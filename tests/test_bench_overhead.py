@@ -6,7 +6,6 @@ import pytest
 import torch
 from train_helpers import data  # noqa: F401
 
-from azllm import train as azt
 from azllm.bench import overhead
 from conftest import TINY_MODEL
 
@@ -67,13 +66,3 @@ def test_both_paths_train_the_same_model_on_the_same_schedule(data, tmp_path):
         assert x["timed_steps"] == 8 - 2 and len(x["losses"]) == 2 and x["tokens_per_s"] > 0
         assert x["losses"][-1] < torch.log(torch.tensor(float(V))).item()
     assert not list((tmp_path / "run").glob("checkpoint-[1-7]"))  # nothing saved inside the timed steps
-
-
-def test_keep_freed_memory_respects_the_environment(monkeypatch):
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the memory benchmark's setting wins
-    assert azt.keep_freed_memory() is False
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")
-    assert azt.keep_freed_memory() is False
-    monkeypatch.delenv("GLIBC_TUNABLES")
-    assert azt.keep_freed_memory() is True

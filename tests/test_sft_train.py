@@ -280,7 +280,7 @@ def test_the_lm_head_scores_only_labelled_positions_with_the_same_loss_and_gradi
     gives the loss and the gradients of its score-every-position path, and puts TRL's own check back on exit."""
     import trl.trainer.utils as tu
 
-    from azllm.sft.train import labelled_positions_only
+    from azllm.lifecycle import labelled_positions_only
 
     trainer, *_ = _trainer(tiny_base, conversations[:4], tmp_path, batch_size=4)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])

@@ -19,7 +19,7 @@ windows of ``block_size`` tokens
   :class:`azllm.callbacks.ThroughputCallback`, its own number), after ``untimed_steps``; no evaluation or
   checkpoint falls inside the timed steps (the training path's final evaluation and save come after them).
 - **One allocator setting for both**: on CPU the training path keeps freed memory in the process
-  (:func:`azllm.train.keep_freed_memory`); each process applies it before either path runs, so the ratio is the cost
+  (:func:`azllm.lifecycle.keep_freed_memory`); each process applies it before either path runs, so the ratio is the cost
   of the training path's loop, not of glibc's defaults (which cost the bare loop ~11% of its tokens/s here).
 - **Fresh processes, alternating**: each round is one fresh process (:func:`azllm.bench.process.run_fresh`) that
   runs both paths, the bare loop first in even rounds and second in odd ones, so warm caches and a slow spell of a
@@ -136,13 +136,13 @@ def trainer_path(model, spec, *, tokenizer, train_file, val_file, output_dir) ->
 
 def measure_overhead(job: dict) -> dict:
     """Fresh-process entry: both paths in this process, in ``job["order"]``, under the allocator setting the
-    training path makes on CPU (:func:`azllm.train.keep_freed_memory`, applied first, so that both paths run
+    training path makes on CPU (:func:`azllm.lifecycle.keep_freed_memory`, applied first, so that both paths run
     under it). ``job``: ``tokenizer`` (a folder), ``train_file``, ``val_file``, ``model_spec`` (ModelSpec fields),
     ``train`` (TrainSpec fields), ``threads``, ``workdir``, ``order`` (``["bare", "trainer"]`` or reversed)."""
     import torch
 
+    from ..lifecycle import keep_freed_memory
     from ..tokenizer import load_tokenizer
-    from ..train import keep_freed_memory
 
     if job.get("threads"):
         torch.set_num_threads(int(job["threads"]))

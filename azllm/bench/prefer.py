@@ -70,8 +70,8 @@ def _bare(job: dict, out: Path, timer: StepTimer, pairs: list[dict]):
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    from ..lifecycle import expose_head_bias
     from ..loop import training_arguments
-    from ..sft.train import expose_head_bias
 
     tok, model, peft, spec = _setup(job)
     args = training_arguments(

@@ -80,7 +80,8 @@ def _bare(job: dict, out: Path, timer: StepTimer):
     from datasets import Dataset
     from trl import SFTTrainer
 
-    from ..sft.train import expose_head_bias, sft_config
+    from ..lifecycle import expose_head_bias
+    from ..sft.train import sft_config
 
     tok, info, model, peft, spec = _setup(job)
     convs = json.loads(Path(job["conversations"]).read_text())
@@ -172,7 +173,7 @@ def measure_sft(job: dict) -> dict:
     fields), ``spec`` (:class:`azllm.sft.train.SftSpec` fields), ``template``, ``threads``, ``workdir``."""
     import torch
 
-    from ..train import keep_freed_memory
+    from ..lifecycle import keep_freed_memory
 
     if job.get("threads"):
         torch.set_num_threads(int(job["threads"]))

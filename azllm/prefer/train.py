@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from ..callbacks import StopOnSignalCallback, ThroughputCallback, latest_checkpoint
+from ..callbacks import StopOnSignalCallback, ThroughputCallback
+from ..lifecycle import RunParts, RunResult, finish_trainer, labelled_positions_only, run_trainer
 from ..loop import LoopSpec, training_arguments
-from ..utils import atomic_write_json
 
 __all__ = [
     "PREFERENCE_METHODS",
@@ -96,9 +95,7 @@ def build_preference_trainer(
 ):
     """TRL's ``DPOTrainer`` (``spec.method == "dpo"``), ``KTOTrainer`` (``"kto"``) or experimental
     ``ORPOTrainer`` (``"orpo"``, no reference) with azllm's callbacks;
-    returns ``(trainer, parts)`` as :func:`azllm.sft.train.build_trainer` does."""
-    from ..sft.train import finish_trainer
-
+    returns ``(trainer, parts)`` (:class:`azllm.lifecycle.RunParts`)."""
     if spec.method not in PREFERENCE_METHODS:
         raise ValueError(f"preference.method must be one of {PREFERENCE_METHODS}, got {spec.method!r}")
     reference = {"ref_model": ref_model}
@@ -146,8 +143,7 @@ def build_preference_trainer(
         eval_dataset=_dataset(eval_pairs, spec.method) if eval_pairs else None,
         callbacks=[stop, throughput, *callbacks],
     )
-    safety = finish_trainer(trainer, out, spec.grad_accum, progress)
-    return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
+    return trainer, RunParts(finish_trainer(trainer, out, spec.grad_accum, progress), throughput, stop)
 
 
 def run_preference(
@@ -164,16 +160,14 @@ def run_preference(
     info: dict | None = None,
     callbacks=(),
     progress: bool = True,
-) -> dict:
-    """One preference run: train (resuming from the newest complete checkpoint), evaluate the held-out pairs, save
-    the final model (the adapter for LoRA) with its tokenizer in ``output_dir/final`` and ``results.json``.
+) -> RunResult:
+    """One preference run through :func:`azllm.lifecycle.run_trainer`: train (resuming from the newest complete
+    checkpoint of ``key``), evaluate the held-out pairs, save the final model (the adapter for LoRA) with its
+    tokenizer in ``output_dir/final`` and ``results.json``.
 
     Returns ``{"key", "output_dir", "final_dir", "steps", "seconds", "resumed_from", "curves", "eval", "throughput",
     "spec", **info}`` plus ``model`` and ``trainer`` (not in the JSON); ``{"interrupted", "checkpoint", ...}`` when a
     signal stopped it."""
-    from ..sft.train import labelled_positions_only
-    from ..train import curves, interrupted_result, save_final
-
     out = Path(output_dir)
     trainer, parts = build_preference_trainer(
         model,
@@ -187,37 +181,28 @@ def run_preference(
         callbacks=callbacks,
         progress=progress,
     )
-    parts["safety"].key = key  # checkpoints carry the run key: a run resumes only its own
-    ck = latest_checkpoint(out, key=key) if spec.resume else None
-    t0 = time.perf_counter()
-    try:
-        with labelled_positions_only():
-            trainer.train(resume_from_checkpoint=str(ck) if ck else None)
-    finally:
-        parts["safety"].handle.remove()
-    seconds = time.perf_counter() - t0
-    if parts["stop"].stopped:
-        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=parts["stop"].stopped)
-    with labelled_positions_only():
+
+    def evaluate(trainer, resumed_from) -> dict:
         metrics = trainer.evaluate() if eval_pairs else {}
-    meta = {"key": key, "method": spec.method}
-    final_dir = save_final(trainer, out, meta, tokenizer=tokenizer, meta_file="azllm_preference.json")
-    result = {
-        "key": key,
-        "output_dir": str(out),
-        "final_dir": str(final_dir),
-        "steps": trainer.state.global_step,
-        "seconds": seconds,
-        "resumed_from": str(ck) if ck else None,
-        "curves": curves(trainer.state.log_history, one_set=True),
-        "eval": {k: v for k, v in metrics.items() if isinstance(v, (int, float))},
-        "throughput": parts["throughput"].summary(),
-        "spec": {**asdict(spec), "report_to": list(spec.report_to)},
-        **(info or {}),
-    }
-    if trainer.is_world_process_zero():
-        atomic_write_json(out / "results.json", result)
-    return {**result, "model": trainer.model, "trainer": trainer}
+        return {
+            "eval": {k: v for k, v in metrics.items() if isinstance(v, (int, float))},
+            "spec": {**asdict(spec), "report_to": list(spec.report_to)},
+            **(info or {}),
+        }
+
+    return run_trainer(
+        trainer,
+        parts,
+        output_dir=out,
+        key=key,
+        resume=spec.resume,
+        meta={"key": key, "method": spec.method},
+        meta_file="azllm_preference.json",
+        evaluate=evaluate,
+        tokenizer=tokenizer,
+        one_set=True,
+        inside=labelled_positions_only,
+    )
 
 
 def _prompt_completion_ids(tokenizer, prompt: list[dict], completion: list[dict]) -> tuple[list[int], list[int]]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, derive
-from ..train import TrainResult
+from ..lifecycle import RunResult
 from ..utils import atomic_write_json
 from .paths import Paths, run_name
 from .sources import resolve
@@ -240,7 +240,7 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
     )
 
 
-class AdaptRun(TrainResult, total=False):
+class AdaptRun(RunResult, total=False):
     """One adaptation run (:func:`adapt_run`): the training run's result with its way, tokenizer and the names of
     its two evaluation sets (:func:`az_set` and :data:`EN_SET`)."""
 

@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 from ..config import Config, derive
+from ..lifecycle import RunResult
 from .paths import Paths
 from .specs import build_spec
 
@@ -132,13 +133,15 @@ def distill_spec(cfg_d: Config, *, kd: bool):
     return build_spec(DistillSpec, cfg_d.distill, cfg_d.train, seed=cfg_d.seed, **over)
 
 
-def distill_run(cfg: Config, teacher: str, *, kd: bool = True, progress: bool = True) -> dict:
-    """One student (``kd``: distilled; else the cross-entropy baseline) trained on :func:`distill_data`; a
-    finished identical run is returned as it is (the folder is named by the run's key)."""
+def distill_run(cfg: Config, teacher: str, *, kd: bool = True, progress: bool = True) -> RunResult:
+    """One student (``kd``: distilled; else the cross-entropy baseline) trained on :func:`distill_data` through
+    the one lifecycle (:func:`azllm.train.run_training` with the distillation loss); a finished identical run is
+    returned as it is (the folder is named by the run's key). Without ``model`` and ``trainer``."""
     from ..distill import DistillLoss
+    from ..lifecycle import finished_result
     from ..model import count_parameters
     from ..tokens import read_header
-    from ..train import finished_result, run_key, run_training
+    from ..train import run_key, run_training
 
     cfg_d = distill_config(cfg, teacher)
     data = distill_data(cfg_d)

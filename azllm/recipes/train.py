@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..assemble import ModelSpec
 from ..config import Config, deep_update
-from ..train import TrainResult, TrainSpec
+from ..lifecycle import RunResult
+from ..train import TrainSpec
 from .paths import Paths
 from .specs import build_spec
 
@@ -101,13 +102,14 @@ def train_model(
     resume: bool | None = None,
     callbacks=(),
     progress: bool = True,
-) -> TrainResult:
+) -> RunResult:
     """Train one model on :func:`azllm.recipes.tokens.prepare_data`'s files; a finished identical run is returned
     as is. Output folder: :meth:`Paths.run` ``(method, key)``. Returns :func:`azllm.train.run_training`'s
     results."""
     from ..assemble import assemble_model
+    from ..lifecycle import finished_result
     from ..tokens import read_header
-    from ..train import finished_result, run_key, run_training
+    from ..train import run_key, run_training
     from ..utils import seed_everything
 
     distributed_guard(cfg)

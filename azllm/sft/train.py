@@ -20,9 +20,10 @@ TRL does and what azllm adds, read in TRL 1.16's source:
   (``trainable_token_indices`` returns the merged rows), so trained token rows reach the loss (tested).
 - **Only labelled positions reach the LM head, on a CPU too**: TRL 1.16 projects only the positions whose label is
   not -100 on Triton devices, but every position elsewhere (a fixed tile shape spares Neuron its recompiles). On a
-  CPU that scores the prompt and the padding through the 49k-row head as well: :func:`labelled_positions_only`
-  makes TRL take its own compact path there, for the duration of training and evaluation. Measured on SmolLM2-135M
-  (LoRA, 4 conversations x <= 384 tokens, 2 idle cores): 13.5 -> 8.2 s per step, the same losses.
+  CPU that scores the prompt and the padding through the 49k-row head as well:
+  :func:`azllm.lifecycle.labelled_positions_only` makes TRL take its own compact path there, for the duration of
+  training and evaluation. Measured on SmolLM2-135M (LoRA, 4 conversations x <= 384 tokens, 2 idle cores): 13.5 ->
+  8.2 s per step, the same losses.
 - **LoRA / QLoRA**: ``peft_config`` (a ``peft.LoraConfig``) is passed to ``SFTTrainer``, which wraps the model.
   azllm builds it: ``model.lora``'s rank, alpha, rsLoRA and targets, and the rows of new tokens trainable
   (:func:`azllm.lora.new_rows_config`: ``trainable_token_indices`` or ``modules_to_save``, as after a vocabulary
@@ -49,18 +50,17 @@ TRL does and what azllm adds, read in TRL 1.16's source:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from ..assemble import METHODS
-from ..callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
+from ..callbacks import StopOnSignalCallback, ThroughputCallback
+from ..lifecycle import RunParts, RunResult, finish_trainer, labelled_positions_only, run_trainer
 from ..loop import LoopSpec, training_arguments
-from ..utils import atomic_write_json, json_hash
+from ..utils import json_hash
 
 __all__ = [
     "SftSpec",
@@ -69,10 +69,8 @@ __all__ = [
     "lora_config",
     "build_trainer",
     "run_sft",
-    "finished_sft",
     "load_sft_model",
     "loss_token_share",
-    "labelled_positions_only",
 ]
 
 
@@ -233,8 +231,8 @@ def build_trainer(
     callbacks=(),
     progress: bool = True,
 ):
-    """The ``SFTTrainer`` of a run with azllm's callbacks; returns ``(trainer, parts)`` where ``parts`` holds the
-    ``safety``, ``throughput`` and ``stop`` callbacks. The datasets are TRL-prepared on construction
+    """The ``SFTTrainer`` of a run with azllm's callbacks; returns ``(trainer, parts)``
+    (:class:`azllm.lifecycle.RunParts`). The datasets are TRL-prepared on construction
     (``trainer.train_dataset`` holds ``input_ids`` and ``labels``)."""
     from datasets import Dataset
     from transformers import EarlyStoppingCallback
@@ -258,66 +256,7 @@ def build_trainer(
         eval_dataset=Dataset.from_list([{"messages": c["messages"]} for c in eval_convs]) if eval_convs else None,
         callbacks=[stop, throughput, *extra, *callbacks],
     )
-    safety = finish_trainer(trainer, out, spec.grad_accum, progress)
-    return trainer, {"safety": safety, "throughput": throughput, "stop": stop}
-
-
-def finish_trainer(trainer, out: Path, grad_accum: int, progress: bool) -> SafetyCallback:
-    """What every TRL trainer of azllm gets after it is built (SFT, preference tuning): the LM head's bias exposed
-    (:func:`expose_head_bias`), the :class:`~azllm.callbacks.SafetyCallback` (returned), transformers' printer and
-    bar replaced by azllm's progress bar (or none)."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    expose_head_bias(trainer.model)
-    safety = SafetyCallback(trainer.model, {}, out, grad_accum)
-    trainer.add_callback(safety)
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
-    if progress:
-        trainer.add_callback(ProgressBarCallback())
-    return safety
-
-
-def expose_head_bias(model) -> bool:
-    """TRL's fused LM head reads ``lm_head.weight`` and ``lm_head.bias``; peft's ``TrainableTokensWrapper`` (the
-    output layer of a model with trainable token rows) serves ``weight`` (the merged rows) but not ``bias`` (peft
-    0.21.2, trl 1.16.0: an AttributeError at the first step). The wrapper gets the wrapped layer's bias as a plain
-    attribute (None for Llama's lm_head); returns whether it was needed."""
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if head is None or type(head).__name__ != "TrainableTokensWrapper" or "bias" in vars(head):
-        return False
-    try:
-        _ = head.bias
-        return False
-    except AttributeError:
-        object.__setattr__(head, "bias", getattr(head.original_module, "bias", None))
-        return True
-
-
-@contextlib.contextmanager
-def labelled_positions_only():
-    """Within the block, TRL's fused LM head scores only the positions that carry a label on a CPU too (module
-    docstring): ``trl.trainer.utils._use_triton`` (which picks TRL's compact path, and nothing else in that module)
-    answers True for a CPU device; the kernels keep their own check and run as torch ops. Restored on exit. A TRL
-    without that function is left as it is, with a warning."""
-    import trl.trainer.utils as tu
-
-    before = getattr(tu, "_use_triton", None)
-    if before is None:
-        import warnings
-
-        warnings.warn(
-            "trl.trainer.utils._use_triton not found (another TRL version): TRL's fused LM head scores "
-            "every position on a CPU",
-            stacklevel=2,
-        )
-        yield False
-        return
-    tu._use_triton = lambda device: device.type == "cpu" or before(device)
-    try:
-        yield True
-    finally:
-        tu._use_triton = before
+    return trainer, RunParts(finish_trainer(trainer, out, spec.grad_accum, progress), throughput, stop)
 
 
 def loss_token_share(dataset) -> dict:
@@ -326,13 +265,6 @@ def loss_token_share(dataset) -> dict:
     tokens = sum(len(x) for x in dataset["input_ids"])
     loss = sum(sum(1 for v in y if v != -100) for y in dataset["labels"])
     return {"tokens": tokens, "loss_tokens": loss, "share": loss / tokens if tokens else None}
-
-
-def finished_sft(output_dir: str | os.PathLike, key: str) -> dict | None:
-    """The ``results.json`` of a finished run with the same ``key`` (:func:`azllm.train.finished_result`)."""
-    from ..train import finished_result
-
-    return finished_result(output_dir, key)
 
 
 def run_sft(
@@ -349,15 +281,15 @@ def run_sft(
     end_of_turn_id: int | None = None,
     callbacks=(),
     progress: bool = True,
-) -> dict:
-    """One SFT run (module docstring): train, resuming from the newest complete checkpoint, keep the best
-    checkpoint, evaluate the held-out split, save the final model with its tokenizer and chat template in
-    ``output_dir/final`` and ``results.json``.
+) -> RunResult:
+    """One SFT run through :func:`azllm.lifecycle.run_trainer`: train, resuming from the newest complete
+    checkpoint of ``key``, keep the best checkpoint, evaluate the held-out split, save the final model with its
+    tokenizer and chat template in ``output_dir/final`` and ``results.json``.
 
     Returns ``{"key", "output_dir", "final_dir", "steps", "seconds", "curves": {"train", "eval"}, "eval_loss",
     "best_step", "throughput": {..., "tokens_per_s", "train_tokens"}, "resumed_from", "interrupted" (on a
     signal), **info}`` plus ``model``, ``trainer`` (not in the JSON)."""
-    from ..train import curves, interrupted_result, keep_freed_memory, save_final
+    from ..model import count_parameters
 
     out = Path(output_dir)
     trainer, parts = build_trainer(
@@ -376,59 +308,43 @@ def run_sft(
         eos = [i for i in (end_of_turn_id, tokenizer.eos_token_id) if i is not None]
         base.generation_config.eos_token_id = list(dict.fromkeys(eos))
     mask = loss_token_share(trainer.train_dataset)
-    parts["safety"].key = key  # checkpoints carry the run key: a run resumes only its own
-    ck = latest_checkpoint(out, key=key) if spec.resume else None
-    if not torch.cuda.is_available():
-        keep_freed_memory()
-    t0 = time.perf_counter()
-    try:
-        with labelled_positions_only():
-            trainer.train(resume_from_checkpoint=str(ck) if ck else None)
-    finally:
-        parts["safety"].handle.remove()
-    seconds = time.perf_counter() - t0
-    stop = parts["stop"]
-    if stop.stopped:
-        return interrupted_result(trainer, key=key, out=out, seconds=seconds, stopped=stop.stopped)
-    from ..model import count_parameters
 
-    info = {**(info or {}), "parameters": count_parameters(trainer.model)}
-    with labelled_positions_only():
+    def evaluate(trainer, resumed_from) -> dict:
+        own = {**(info or {}), "parameters": count_parameters(trainer.model)}
         metrics = trainer.evaluate() if eval_convs else {}
-    thr = parts["throughput"].summary()
-    steps = trainer.state.global_step
-    tokens = int(trainer._total_train_tokens)  # TRL's count of non-padding training tokens
-    done = steps - (ck and int(Path(ck).name.split("-")[-1]) or 0)
-    if thr["timed_steps"] and done:
-        per_step = tokens / done
-        thr["tokens_per_s"] = per_step * thr["timed_steps"] / sum(parts["throughput"].step_times)
-        thr["tokens_per_step"] = per_step
-    thr["train_tokens"] = tokens
-    meta = {"key": key, "method": (info or {}).get("method")}
-    final_dir = save_final(trainer, out, meta, tokenizer=tokenizer, meta_file="azllm_sft.json")
-    best = trainer.state.best_model_checkpoint
-    result = {
-        "key": key,
-        "output_dir": str(out),
-        "final_dir": str(final_dir),
-        "steps": steps,
-        "seconds": seconds,
-        "resumed_from": str(ck) if ck else None,
-        "curves": curves(trainer.state.log_history, one_set=True),
-        "eval_loss": metrics.get("eval_loss"),
-        "best_step": int(Path(best).name.split("-")[-1]) if best else None,
-        "best_eval_loss": trainer.state.best_metric,
-        "throughput": thr,
-        "mask": mask,
-        "spec": asdict(spec),
-        "packing": spec.packing,
-        "cached": False,
-        **(info or {}),
-    }
-    result["spec"]["report_to"] = list(spec.report_to)
-    if trainer.is_world_process_zero():
-        atomic_write_json(out / "results.json", result)
-    return {**result, "model": trainer.model, "trainer": trainer}
+        thr = parts.throughput.summary()
+        tokens = int(trainer._total_train_tokens)  # TRL's count of non-padding training tokens
+        done = trainer.state.global_step - (resumed_from and int(Path(resumed_from).name.split("-")[-1]) or 0)
+        if thr["timed_steps"] and done:
+            per_step = tokens / done
+            thr["tokens_per_s"] = per_step * thr["timed_steps"] / sum(parts.throughput.step_times)
+            thr["tokens_per_step"] = per_step
+        thr["train_tokens"] = tokens
+        best = trainer.state.best_model_checkpoint
+        return {
+            "eval_loss": metrics.get("eval_loss"),
+            "best_step": int(Path(best).name.split("-")[-1]) if best else None,
+            "best_eval_loss": trainer.state.best_metric,
+            "throughput": thr,
+            "mask": mask,
+            "spec": {**asdict(spec), "report_to": list(spec.report_to)},
+            "packing": spec.packing,
+            **own,
+        }
+
+    return run_trainer(
+        trainer,
+        parts,
+        output_dir=out,
+        key=key,
+        resume=spec.resume,
+        meta={"key": key, "method": (info or {}).get("method")},
+        meta_file="azllm_sft.json",
+        evaluate=evaluate,
+        tokenizer=tokenizer,
+        one_set=True,
+        inside=labelled_positions_only,
+    )
 
 
 def load_sft_model(
