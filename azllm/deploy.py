@@ -1,6 +1,7 @@
 """Deployment for llama.cpp: a Hugging Face folder -> GGUF F16 -> Q8_0 / Q4_K_M, checked to be still the model:
 :func:`deploy` = :func:`check_model_folder`, :func:`convert`, :func:`quantize`, :func:`tokenizer_parity`,
-:func:`logit_check`, :func:`quant_quality`, :func:`bits_per_weight` -> ``deploy.json``; :func:`speed` apart.
+:func:`azllm.gguf_quality.logit_check`, :func:`azllm.gguf_quality.quant_quality`, :func:`bits_per_weight` ->
+``deploy.json``; :func:`speed` apart.
 
 - **llama.cpp's own converter** (llama-cpp-python 0.3.36's sdist, :func:`converter_path`) runs in a child process
   that first settles the **pre-tokenizer** (:func:`choose_pre_tokenizer`): a hash llama.cpp knows is used as it is;
@@ -14,7 +15,7 @@
 - **Parity**: llama.cpp's ids (``special=True``: HF's ``encode`` matches special tokens in text too) against
   ``AutoTokenizer(folder).encode(text, add_special_tokens=False)``. **Quality**: llama.cpp's ``--kl-divergence``
   terms in float64 from the logits, every position of each text (llama.cpp: each chunk's second half). llama.cpp
-  logs into a list, never to stderr; its extra buffer types are off (:data:`EXTRA_BUFFERS_ENV`).
+  logs into a list, never to stderr; its extra buffer types are off (:data:`azllm.gguf_runtime.EXTRA_BUFFERS_ENV`).
 
 Parity short of 100%, explained: transformers 5 loads a ``GPT2Tokenizer`` folder (SmolLM2's) with plain GPT-2
 splitting, llama.cpp's ``smollm`` splits digits first (as SmolLM2 was trained): ``"a  2"`` is ``Ġ Ġ 2`` in HF,
@@ -36,7 +37,8 @@ load 1.4, 128-token prompt, 32 steps; at load 3-5 llama.cpp fell 5-15x, transfor
 Q8_0 in 15 (the tied embedding, attn_v's Q6_K), Q4_K / Q6_K only in ffn_down (1536 wide): 6.17 bits, not ~4.8.
 
 >>> info = deploy(folder, "artifacts/deploy", parity_sets={"az": az}, eval_texts=az[:20])  # doctest: +SKIP
->>> generate(info["files"]["Q4_K_M"]["path"], ["Salam! Necəsən?"])  # doctest: +SKIP
+>>> from azllm.engine import llama_cpp_engine
+>>> llama_cpp_engine(info["files"]["Q4_K_M"]["path"]).complete(["Salam! Necəsən?"])  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -53,21 +55,18 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TypedDict
 
+from .gguf_runtime import LLAMA_CPP, DeployError, llama_ids, llama_log, require_llama_cpp
 from .utils import atomic_write_json, log_stream, replace_dir
 
 __all__ = ["converter_path", "require_llama_cpp", "check_model_folder", "choose_pre_tokenizer", "convert", "quantize"]
-__all__ += ["bits_per_weight", "tokenizer_parity", "logit_check", "quality_from_logits", "quant_quality"]
-__all__ += ["generate", "deploy", "DeployRecord", "DeployError", "QUANTS", "PRE_TOKENIZER_REGISTRY", "CONVERTER_ENV"]
+__all__ += ["bits_per_weight", "tokenizer_parity"]
+__all__ += ["deploy", "DeployRecord", "DeployError", "QUANTS", "PRE_TOKENIZER_REGISTRY", "CONVERTER_ENV"]
 
 Pathish = str | os.PathLike
 CONVERTER_ENV = "AZLLM_LLAMA_CPP"
 """Environment variable naming a folder with llama.cpp's ``convert_hf_to_gguf.py``, ``conversion/``, ``gguf-py/``."""
 
-EXTRA_BUFFERS_ENV = "AZLLM_LLAMA_EXTRA_BUFFERS"
-"""1: let llama.cpp repack weights into its extra buffer types (AMX, CPU_REPACK). Off: where the CPU lists AMX but its
-tile instructions fault (this sandbox), every quantized matmul kills the process (SIGSEGV, ``ldtilecfg``)."""
-
-LLAMA_CPP, ARCHITECTURES = "llama-cpp-python==0.3.36", ("LlamaForCausalLM",)  # the pin; what azllm trains and converts
+ARCHITECTURES = ("LlamaForCausalLM",)  # what azllm trains and converts
 QUANTS = {q: f"LLAMA_FTYPE_MOSTLY_{q}" for q in ("Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_K_S", "Q4_0")}
 """The types :func:`quantize` makes, by llama.cpp's name -> the ``llama_cpp`` ftype constant."""
 
@@ -87,10 +86,6 @@ PRE_TOKENIZER_REGISTRY = (
 ``base_vocab[0]`` tokens (sha256 of their JSON list), i.e. the reference extended."""
 
 
-class DeployError(ValueError):
-    """A model folder, file or option that the deployment refuses, saying why and what to do."""
-
-
 def converter_path(explicit: Pathish | None = None) -> Path:
     """llama.cpp's converter folder: ``explicit``, else ``$AZLLM_LLAMA_CPP``, else ``<venv>/share/azllm/llama.cpp``.
 
@@ -106,22 +101,6 @@ def converter_path(explicit: Pathish | None = None) -> Path:
             f"conversion,gguf-py}} from the sdist into one folder and pass it (converter=) or set ${CONVERTER_ENV}"
         )
     return path
-
-
-def require_llama_cpp():
-    """The ``llama_cpp`` module, or an ImportError saying how to install it.
-
-    >>> require_llama_cpp().__version__  # doctest: +SKIP
-    '0.3.36'
-    """
-    try:
-        import llama_cpp
-    except ImportError as e:
-        raise ImportError(
-            f"llama.cpp's Python binding is missing ({e}): `pip install {LLAMA_CPP}` (it builds llama.cpp from "
-            "source with cmake and a C++ compiler, a few minutes)"
-        ) from e
-    return llama_cpp
 
 
 def _tokenizer_kind(folder: Path) -> tuple[str, str]:
@@ -162,7 +141,7 @@ def _refuse_unigram(model: Path) -> None:
         )
 
 
-def _hf_tokenizer(folder):
+def hf_tokenizer(folder):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(folder))
@@ -188,7 +167,7 @@ def check_model_folder(folder: Pathish) -> dict:
     arch = (cfg.get("architectures") or [cfg.get("model_type")])[0]
     if arch not in ARCHITECTURES:
         raise DeployError(f"{folder}: architecture {arch!r}; azllm.deploy converts {', '.join(ARCHITECTURES)}")
-    tok = _hf_tokenizer(folder)
+    tok = hf_tokenizer(folder)
     if cfg.get("vocab_size") != len(tok):
         raise DeployError(
             f"{folder}: config.json says vocab_size {cfg.get('vocab_size')} but the tokenizer has {len(tok)} tokens; "
@@ -240,7 +219,7 @@ def choose_pre_tokenizer(folder: Pathish, *, pre_tokenizer=None, converter=None)
             raise DeployError(f"pre_tokenizer={pre_tokenizer!r}: a {kind} tokenizer has no pre-tokenizer to choose")
         return {"name": "default", "how": f"{kind}: the converter writes 'default' (no hash)", "hash": None}
     known, chktxt = _known_hashes(converter_path(converter))
-    tok = _hf_tokenizer(folder)
+    tok = hf_tokenizer(folder)
     h, names = sha256(str(tok.encode(chktxt)).encode()).hexdigest(), sorted(set(known.values()))
     if h in known:
         if pre_tokenizer not in (None, known[h]):
@@ -319,7 +298,7 @@ def convert(folder, out_file, *, outtype="f16", pre_tokenizer=None, converter=No
         job = {"converter": str(conv), "folder": str(_staged(folder, work)), "outtype": outtype, "outfile": str(tmp)}
         (work / "job.json").write_text(json.dumps({**job, "pre_tokenizer": choice["name"], "how": choice["how"]}))
         log = _run_child([sys.executable, "-m", "azllm.deploy", str(work / "job.json")], timeout_s, "the converter")
-        fields, template = gguf_fields(tmp), _hf_tokenizer(folder).chat_template
+        fields, template = gguf_fields(tmp), hf_tokenizer(folder).chat_template
         got = (fields["n_tokens"], fields.get("tokenizer.ggml.pre", "default"))
         if got != (info["vocab_size"], choice["name"]):
             raise DeployError(f"the GGUF has (tokens, pre-tokenizer) {got}, not {info['vocab_size'], choice['name']}")
@@ -366,31 +345,6 @@ def _converter_child(job_path: str) -> int:
     ]
     runpy.run_path(sys.argv[0], run_name="__main__")
     return 0
-
-
-_LOG: list[list[bytes]] = []  # the lists of the open llama_log blocks, innermost last
-_LOG_CALLBACK: list = []  # the one callback, made once and never freed: a model may log with it after a block ends
-
-
-@contextlib.contextmanager
-def llama_log():
-    """llama.cpp's log into a list of bytes (yielded), not stderr; llama_cpp's own callback back after the block."""
-    import ctypes
-
-    api = require_llama_cpp()
-    from llama_cpp import _logger
-
-    if not _LOG_CALLBACK:
-        _LOG_CALLBACK.append(api.llama_log_callback(lambda level, text, data: _LOG and _LOG[-1].append(text)))
-    _LOG.append([])
-    api.llama_log_set(_LOG_CALLBACK[0], ctypes.c_void_p(0))
-    try:
-        yield _LOG[-1]
-    finally:
-        _LOG.pop()
-        _logger.set_verbose(False)
-        if not _LOG:
-            api.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
 
 
 def quantize(f16_file: Pathish, out_file: Pathish, quant: str, *, threads: int = 2) -> dict:
@@ -446,32 +400,6 @@ def bits_per_weight(gguf_file: Pathish) -> dict:
     return res | {"file_bytes": path.stat().st_size, "by_type": by_type}
 
 
-def _llama(gguf_file, **kw):
-    """``llama_cpp.Llama`` of ``gguf_file``, quiet, on the CPU, without extra buffer types unless asked."""
-    import llama_cpp.llama_cpp as api
-    from llama_cpp import Llama
-
-    defaults, extra = api.llama_model_default_params, os.environ.get(EXTRA_BUFFERS_ENV) == "1"
-
-    def params():
-        p = defaults()
-        p.use_extra_bufts = extra
-        return p
-
-    api.llama_model_default_params = params
-    try:
-        with llama_log():
-            return Llama(model_path=str(gguf_file), n_gpu_layers=0, verbose=False, **kw)
-    finally:
-        api.llama_model_default_params = defaults
-
-
-def _llama_ids(gguf_file, lines: list[str], add_bos=False, special=True) -> list[list[int]]:
-    llm = _llama(gguf_file, vocab_only=True, n_ctx=512)
-    with llama_log():
-        return [list(llm.tokenize(t.encode("utf-8"), add_bos=add_bos, special=special)) for t in lines]
-
-
 def tokenizer_parity(gguf_file: Pathish, hf_tokenizer_folder: Pathish, sets: dict, *, show=5, new_ids=None) -> dict:
     """llama.cpp's ids (a vocab-only load, ``special=True``) against ``AutoTokenizer(folder).encode(text,
     add_special_tokens=False)`` on every line of each of ``sets`` (name -> lines): ``lines``, ``equal``, ``share``
@@ -482,11 +410,11 @@ def tokenizer_parity(gguf_file: Pathish, hf_tokenizer_folder: Pathish, sets: dic
     1.0
     """
     require_llama_cpp()
-    hf, new, out, total, same = _hf_tokenizer(hf_tokenizer_folder), set(new_ids or ()), {}, 0, 0
+    hf, new, out, total, same = hf_tokenizer(hf_tokenizer_folder), set(new_ids or ()), {}, 0, 0
     for name, lines in sets.items():
         row = {"lines": 0, "equal": 0, "mismatches": []}
         parts = {k: {"lines": 0, "equal": 0} for k in ("with_new", "without_new")} if new else {}
-        for text, b in zip(lines, _llama_ids(gguf_file, lines)):
+        for text, b in zip(lines, llama_ids(gguf_file, lines)):
             a = list(hf.encode(text, add_special_tokens=False))
             for g in [row, parts["with_new" if new & (set(a) | set(b)) else "without_new"]] if new else [row]:
                 g.update(lines=g["lines"] + 1, equal=g["equal"] + (a == b))
@@ -497,131 +425,6 @@ def tokenizer_parity(gguf_file: Pathish, hf_tokenizer_folder: Pathish, sets: dic
             g["share"] = g["equal"] / g["lines"] if g["lines"] else None
         out[name], total, same = row | parts, total + row["lines"], same + row["equal"]
     return {"sets": out, "all": {"lines": total, "equal": same, "share": same / total if total else None}}
-
-
-def logits_model(gguf_file, n_ctx: int, threads: int, logits_all: bool = True):
-    n = max(int(n_ctx), 16)
-    kw = {"n_ctx": n, "n_batch": n, "n_ubatch": n, "n_threads": threads, "n_threads_batch": threads}
-    return _llama(gguf_file, logits_all=logits_all, **kw)
-
-
-def _llama_logits(llm, ids: list[int]):
-    import numpy as np
-
-    with llama_log():
-        llm.reset()
-        llm.eval(ids)
-    return np.array(llm.scores[: len(ids)], dtype=np.float64)
-
-
-def logit_check(gguf_file: Pathish, model_folder: Pathish, texts: list[str], *, threads: int = 2) -> dict:
-    """The GGUF's logits against the PyTorch model's (fp32) on the same ids (the HF tokenizer's, no special tokens
-    added): largest absolute difference, the largest logit for scale, top-1 agreement share, positions compared.
-
-    >>> logit_check("model-F16.gguf", folder, az[:5])["top1_agreement"]  # doctest: +SKIP
-    1.0
-    """
-    import numpy as np
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    require_llama_cpp()
-    tok = _hf_tokenizer(model_folder)
-    seqs = [ids for ids in (list(tok.encode(t, add_special_tokens=False)) for t in texts) if ids]
-    if not seqs:
-        raise DeployError("logit_check: no text gave a token")
-    model = AutoModelForCausalLM.from_pretrained(str(model_folder), dtype=torch.float32).eval()
-    llm = logits_model(gguf_file, max(map(len, seqs)), threads)
-    diff, scale, agree, n, was = 0.0, 0.0, 0, 0, torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        for ids in seqs:
-            with torch.no_grad():
-                ref = model(torch.tensor([ids])).logits[0].double().numpy()
-            got = _llama_logits(llm, ids)
-            diff, scale = max(diff, float(np.abs(ref - got).max())), max(scale, float(np.abs(ref).max()))
-            agree, n = agree + int((ref.argmax(-1) == got.argmax(-1)).sum()), n + len(ids)
-    finally:
-        torch.set_num_threads(was)
-    return {"max_abs_diff": diff, "max_abs_logit": scale, "top1_agreement": agree / n, "positions": n}
-
-
-def _position_terms(ref_logits, quant_logits, targets) -> dict:
-    """Per position (rows of ``(T, V)`` logits predicting ``targets``): KL(ref || quant), both NLLs, same top-1."""
-    import numpy as np
-
-    def log_softmax(x):
-        x = np.asarray(x, dtype=np.float64)
-        m = x.max(-1, keepdims=True)
-        return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
-
-    lp, lq = log_softmax(ref_logits), log_softmax(quant_logits)
-    rows, t = np.arange(len(lp)), np.asarray(targets)
-    kld = (np.exp(lp) * (lp - lq)).sum(-1)
-    return {"kld": kld, "nll_ref": -lp[rows, t], "nll_quant": -lq[rows, t], "same_top": lq.argmax(-1) == lp.argmax(-1)}
-
-
-def quality_from_logits(ref_logits: list, quant_logits: list, targets: list) -> dict:
-    """llama.cpp's ``--kl-divergence`` statistics in float64, from per-sequence ``(T, V)`` logits of the reference
-    and the quantized model and the ``T`` tokens their rows predict: mean KL(ref || quant) (± se, median, p99, max),
-    PPL(quant)/PPL(ref) = exp(mean NLL_quant - mean NLL_ref) (± the paired se), same top-1 share (±), RMS change of
-    the next token's probability (``rms_dp``), positions.
-
-    >>> quality_from_logits([[[0.0, 0.0]]], [[[0.0, 0.0]]], [[1]])["mean_kld"]
-    0.0
-    """
-    import numpy as np
-
-    terms = [_position_terms(r, q, t) for r, q, t in zip(ref_logits, quant_logits, targets)]
-    t = {k: np.concatenate([d[k] for d in terms]) for k in terms[0]}
-    n, kld, same = len(t["kld"]), t["kld"], float(t["same_top"].mean())
-    diff = t["nll_quant"] - t["nll_ref"]
-    stats = [(float(x.mean()), float(x.std() / np.sqrt(n - 1)) if n > 1 else float("nan")) for x in (kld, diff)]
-    (mean_kld, kld_se), (ln_ratio, ln_se) = stats  # llama.cpp's mean_and_uncertainty: sqrt((<x²> - <x>²) / (n - 1))
-    dp = np.exp(-t["nll_quant"]) - np.exp(-t["nll_ref"])
-    out = {"mean_kld": mean_kld, "kld_se": kld_se, "kld_median": float(np.median(kld)), "kld_max": float(kld.max())}
-    out.update(kld_p99=float(np.percentile(kld, 99)), ln_ppl_ratio=ln_ratio, ln_ppl_ratio_se=ln_se)
-    out.update(ppl_ratio=float(np.exp(ln_ratio)), ppl_ratio_se=float(np.exp(ln_ratio) * ln_se))
-    out.update(ppl_ref=float(np.exp(t["nll_ref"].mean())), ppl_quant=float(np.exp(t["nll_quant"].mean())))
-    se = float(np.sqrt(same * (1 - same) / (n - 1))) if n > 1 else float("nan")
-    return out | {"same_top1": same, "same_top1_se": se, "rms_dp": float(np.sqrt(np.mean(dp**2))), "positions": n}
-
-
-def quant_quality(ref_gguf: Pathish, quant_gguf: Pathish, texts: list[str], *, n_ctx=512, threads=2) -> dict:
-    """:func:`quality_from_logits` of ``quant_gguf`` against ``ref_gguf`` (the F16 file) on ``texts``, each text
-    its own sequence (the reference's tokens, with BOS if the GGUF asks for one, cut to ``n_ctx``), every position.
-
-    >>> quant_quality("model-F16.gguf", "model-Q4_K_M.gguf", az[:20])["ppl_ratio"]  # doctest: +SKIP
-    """
-    require_llama_cpp()
-    seqs = _llama_ids(ref_gguf, texts, add_bos=True, special=False)
-    cut, seqs = sum(len(s) > n_ctx for s in seqs), [s[:n_ctx] for s in seqs if len(s) >= 2]
-    if not seqs:
-        raise DeployError("quant_quality: no text of two tokens or more")
-    ref, quant = (logits_model(p, max(map(len, seqs)), threads) for p in (ref_gguf, quant_gguf))
-    logits = [(_llama_logits(ref, s)[:-1], _llama_logits(quant, s)[:-1]) for s in seqs]
-    return quality_from_logits(*zip(*logits), [s[1:] for s in seqs]) | {"texts": len(seqs), "texts_cut": cut}
-
-
-def generate(gguf_file: Pathish, prompts: list[str], *, max_new_tokens=48, chat=True, threads=2, n_ctx=2048) -> list:
-    """Greedy answers of llama.cpp to ``prompts``: each as one user turn through the GGUF's chat template
-    (``chat=True``; a DeployError if the file has none), or as plain text to continue.
-
-    >>> generate("model-Q4_K_M.gguf", ["Azərbaycanın paytaxtı haradır?"])  # doctest: +SKIP
-    """
-    require_llama_cpp()
-    llm = _llama(gguf_file, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads)
-    if chat and not llm.metadata.get("tokenizer.chat_template"):
-        raise DeployError(f"{gguf_file} has no chat template (tokenizer.chat_template); use chat=False")
-    greedy, answers = {"max_tokens": max_new_tokens, "temperature": 0.0, "repeat_penalty": 1.0, "seed": 0}, []
-    for p in prompts:
-        with llama_log():
-            if chat:
-                r = llm.create_chat_completion(messages=[{"role": "user", "content": p}], **greedy)
-                answers.append(r["choices"][0]["message"]["content"] or "")
-            else:
-                answers.append(llm.create_completion(p, **greedy)["choices"][0]["text"])
-    return answers
 
 
 class DeployRecord(TypedDict, total=False):
@@ -666,6 +469,8 @@ def deploy(
 
     >>> deploy(folder, "artifacts/deploy", parity_sets={"az": az}, eval_texts=az[:20])["quality"]  # doctest: +SKIP
     """
+    from .gguf_quality import logit_check, quant_quality
+
     t0, folder, out_dir = time.time(), Path(folder), Path(out_dir)
     if [q for q in quants if q != "F16" and q not in QUANTS]:
         raise DeployError(f"unknown quantization in {quants}; known: F16, {', '.join(QUANTS)}")
@@ -683,7 +488,7 @@ def deploy(
             files[q] = {"quantize": quantize(path["F16"], path[q], q, threads=threads)}
         say("checking: tokenizer parity, logits, quality, bits per weight")
         lines = [x for v in parity_sets.values() for x in v]
-        ref = (gguf_fields(path["F16"])["tokenizer_sha256"], _llama_ids(path["F16"], lines))
+        ref = (gguf_fields(path["F16"])["tokenizer_sha256"], llama_ids(path["F16"], lines))
         record: DeployRecord = {"folder": str(folder), "check": check, "files": files, "quality": {}}
         record["threads"] = threads
         record["parity"] = tokenizer_parity(path["F16"], folder, parity_sets, new_ids=new_ids)
@@ -691,7 +496,7 @@ def deploy(
         for q, rec in files.items():
             rec.update(size_bytes=path[q].stat().st_size, **bits_per_weight(path[q]))
             if q != "F16":
-                rec["same_tokenizer"] = (gguf_fields(path[q])["tokenizer_sha256"], _llama_ids(path[q], lines)) == ref
+                rec["same_tokenizer"] = (gguf_fields(path[q])["tokenizer_sha256"], llama_ids(path[q], lines)) == ref
                 record["quality"][q] = quant_quality(path["F16"], path[q], eval_texts, threads=threads)
             rec["path"] = rec.get("convert", rec.get("quantize"))["path"] = str(out_dir / path[q].name)
         record.update(llama_cpp=require_llama_cpp().__version__, converter=str(converter_path(converter)))

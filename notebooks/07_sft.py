@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import display
 
 from azllm import plots, recipes, report, tables
-from azllm.recipes import controls, evaluate, sft
+from azllm.recipes import controls, evaluate, judge, sft
 
 cfg = recipes.setup(params_file)
 S = cfg.sft
@@ -129,8 +129,8 @@ fig = plots.sft_curves([main, *variants])
 # differences, and a change is a gain (▲) or loss (▼) only beyond 1.96 of them.
 
 # %%
-ans_before = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
-chrf = sft.chrf_change(cfg, ans_before, ans)
+ans_before = judge.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
+chrf = judge.chrf_change(cfg, ans_before, ans)
 samples = sft.samples(ans, S.samples_shown, before=ans_before)
 report.record(out_dir, "sft", {"samples": samples, "chrf_before_after": chrf})
 print(
@@ -160,7 +160,7 @@ stages = (
     }
 )
 stage_rows = controls.stage_rows(cfg, stages)
-report.record(out_dir, "sft", {"stages": stage_rows, "decoding": sft.decoding(cfg)})
+report.record(out_dir, "sft", {"stages": stage_rows, "decoding": judge.decoding(cfg)})
 if not S.controls:
     print("sft.controls is off: the original base and SFT without adaptation are not compared in this run.")
 tables.stage_table(stage_rows).style.format(tables.number, na_rep="—")

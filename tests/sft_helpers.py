@@ -7,10 +7,12 @@ Import the fixtures into a test module (``from sft_helpers import tiny_base, con
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import pytest
 
+from azllm.config import load_params
 from conftest import FIXTURES, TINY_MODEL
 
 SFT_DIR = FIXTURES / "data" / "az" / "sft"
@@ -98,3 +100,31 @@ def tiny_spec(**kw):
     from config_helpers import default_spec
 
     return default_spec("sft", **{**TINY_SPEC, **kw})
+
+
+def params(base, art: Path, **s):
+    """A tiny SFT config on the fixture data root, artifacts under ``art``."""
+    os.environ["AZLLM_ARTIFACTS"] = str(art)
+    sect = {
+        "base": str(base),
+        "holdout_size": 5,
+        "max_length": 256,
+        "max_steps": 4,
+        "eval_steps": 2,
+        "batch_size": 2,
+        "logging_steps": 1,
+        "untimed_steps": 1,
+        "lr": 3e-3,
+        "warmup_steps": 1,
+        "max_new_tokens": 8,
+        **s,
+    }
+    return load_params(
+        None,
+        overrides={
+            "run_name": "sft-t",
+            "data": {"root": str(FIXTURES)},
+            "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}},
+            "sft": sect,
+        },
+    )

@@ -8,10 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from azllm import deploy as d
+from azllm import gguf_quality as gq
+from azllm.engine import Decoding, llama_cpp_engine
 from conftest import FIXTURES, TINY_MODEL
 
 DEV = FIXTURES / "data/az/dev"
@@ -99,8 +100,6 @@ def test_converter_path_explicit_env_default_and_missing(tmp_path, monkeypatch):
 
 def test_a_missing_llama_cpp_says_how_to_install_it_and_writes_nothing(base, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(ImportError, match=r"pip install llama-cpp-python==0\.3\.36.*cmake"):
-        d.require_llama_cpp()
     with pytest.raises(ImportError, match="llama-cpp-python"):
         d.quantize(base["F16"]["path"], tmp_path / "q" / "m-Q8_0.gguf", "Q8_0")
     with pytest.raises(ImportError, match="llama-cpp-python"):
@@ -242,7 +241,7 @@ def test_the_base_converts_with_its_chat_template_same_ids_and_same_logits(base)
     assert _gguf_template(f16["path"]) == (base["folder"] / "chat_template.jinja").read_text()
     parity = d.tokenizer_parity(f16["path"], base["folder"], {"az": AZ, "en": EN, "chat": CHAT})
     assert parity["all"] == {"lines": 402, "equal": 402, "share": 1.0}, parity
-    logits = d.logit_check(f16["path"], base["folder"], AZ[:4])
+    logits = gq.logit_check(f16["path"], base["folder"], AZ[:4])
     assert logits["top1_agreement"] >= 0.99 and logits["max_abs_diff"] < 0.01 * logits["max_abs_logit"], logits
 
 
@@ -304,49 +303,22 @@ def test_quantized_files_are_sane_and_quiet(base, capfd):
     assert {"Q5_0", "Q8_0"} <= set(bits["Q4_K_M"]["by_type"]) and bits["F16"]["by_type"]["F16"]["tensors"] == 16
     assert bits["Q4_K_M"]["bits_per_weight"] < bits["Q8_0"]["bits_per_weight"] < bits["F16"]["bits_per_weight"]
     capfd.readouterr()
-    quality = {q: d.quant_quality(base["F16"]["path"], base[q]["path"], AZ[:6]) for q in ("Q8_0", "Q4_K_M")}
+    quality = {q: gq.quant_quality(base["F16"]["path"], base[q]["path"], AZ[:6]) for q in ("Q8_0", "Q4_K_M")}
     for r in quality.values():
         assert r["mean_kld"] >= 0 and r["ppl_ratio"] > 0 and 0 <= r["same_top1"] <= 1 and r["positions"] > 100
     assert quality["Q8_0"]["mean_kld"] < quality["Q4_K_M"]["mean_kld"]
-    answers = d.generate(q4["path"], ["Salam! Necəsən?", "Bakı haradadır?"], max_new_tokens=6)
-    assert len(answers) == 2 and all(isinstance(a, str) for a in answers)
+    answers = llama_cpp_engine(q4["path"]).complete(["Salam! Necəsən?", "Bakı haradadır?"], Decoding(6))
+    assert len(answers) == 2 and all(isinstance(a["text"], str) and 0 < a["tokens"] <= 6 for a in answers)
     err = capfd.readouterr()
     assert err.out == "" and err.err == "", err  # llama.cpp's log went to a list, not to the page
 
 
-def test_the_quality_arithmetic_is_llama_cpps(base):
-    rng = np.random.default_rng(0)
-    ref, quant = rng.normal(size=(2, 7, 11)), rng.normal(size=(2, 7, 11))
-    targets = rng.integers(0, 11, size=(2, 7))
-    got = d.quality_from_logits(list(ref), list(quant), list(targets))
-    kld, nll_q, nll_r, same = [], [], [], []
-    for s in range(2):
-        for i in range(7):
-            p = np.exp(ref[s, i]) / np.exp(ref[s, i]).sum()
-            q = np.exp(quant[s, i]) / np.exp(quant[s, i]).sum()
-            kld.append(sum(p[v] * np.log(p[v] / q[v]) for v in range(11)))
-            nll_q.append(-np.log(q[targets[s, i]]))
-            nll_r.append(-np.log(p[targets[s, i]]))
-            same.append(q.argmax() == p.argmax())
-    diff = np.array(nll_q) - np.array(nll_r)
-    assert got["positions"] == 14 and got["mean_kld"] == pytest.approx(np.mean(kld), rel=1e-12)
-    assert got["kld_se"] == pytest.approx(np.std(kld) / np.sqrt(13), rel=1e-9)
-    assert got["ppl_ratio"] == pytest.approx(np.exp(diff.mean()), rel=1e-12)
-    assert got["ln_ppl_ratio_se"] == pytest.approx(np.std(diff) / np.sqrt(13), rel=1e-9)
-    assert got["ppl_ref"] == pytest.approx(np.exp(np.mean(nll_r)), rel=1e-12) and got["same_top1"] == np.mean(same)
-    # a known value: p = (1/2, 1/2) against q = (9/10, 1/10)
-    half = d.quality_from_logits([np.log([[0.5, 0.5]])], [np.log([[0.9, 0.1]])], [[1]])
-    assert half["mean_kld"] == pytest.approx(0.5 * np.log(0.5 / 0.9) + 0.5 * np.log(0.5 / 0.1), rel=1e-12)
-    assert half["ppl_ratio"] == pytest.approx(0.5 / 0.1) and half["same_top1"] == 1.0
-    same_logits = d.quality_from_logits(list(ref), list(ref), list(targets))
-    assert same_logits["mean_kld"] == pytest.approx(0, abs=1e-15) and same_logits["ppl_ratio"] == 1.0
-
-
-def test_generate_needs_a_chat_template_for_chat(spm):
+def test_the_llama_cpp_engine_needs_a_chat_template_for_a_conversation(spm):
     f16 = spm[1]
-    assert not f16["chat_template"] and len(d.generate(f16["path"], ["Salam"], max_new_tokens=3, chat=False)) == 1
+    engine = llama_cpp_engine(f16["path"])
+    assert not f16["chat_template"] and len(engine.complete(["Salam"], Decoding(3))) == 1
     with pytest.raises(d.DeployError, match="no chat template"):
-        d.generate(f16["path"], ["Salam"])
+        engine.complete([[{"role": "user", "content": "Salam"}]])
 
 
 @pytest.mark.slow

@@ -70,11 +70,12 @@ def test_a_prompt_that_fills_max_length_is_refused(tiny_base):
 
 
 def test_rejected_answers_are_the_models_own(tiny_base, conversations):
+    from azllm.engine import Decoding, torch_engine
     from azllm.sft.generate import generate_answers
 
     model, tok, _ = model_and_tokenizer(tiny_base, method="full")
     convs = conversations[:6]
-    answers = generate_answers(model, tok, convs, max_new_tokens=12, batch_size=3)
+    answers = generate_answers(torch_engine(model, tok, batch_size=3), convs, Decoding(max_new_tokens=12))
     refs = [c["messages"][-1]["content"] for c in convs]
     pairs, counts = build_pairs(
         [c["messages"][:-1] for c in convs], refs, [a["answer"] for a in answers], [c["id"] for c in convs], "native"

@@ -10,41 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from sft_helpers import tiny_base  # noqa: F401  (fixture)
+from sft_helpers import params, tiny_base  # noqa: F401  (fixture)
 
-from azllm.config import load_params
 from azllm.recipes import sft
 from conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def params(base, art: Path, **s):
-    """A tiny SFT config on the fixture data root, artifacts under ``art``."""
-    os.environ["AZLLM_ARTIFACTS"] = str(art)
-    sect = {
-        "base": str(base),
-        "holdout_size": 5,
-        "max_length": 256,
-        "max_steps": 4,
-        "eval_steps": 2,
-        "batch_size": 2,
-        "logging_steps": 1,
-        "untimed_steps": 1,
-        "lr": 3e-3,
-        "warmup_steps": 1,
-        "max_new_tokens": 8,
-        **s,
-    }
-    return load_params(
-        None,
-        overrides={
-            "run_name": "sft-t",
-            "data": {"root": str(FIXTURES)},
-            "model": {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}},
-            "sft": sect,
-        },
-    )
 
 
 def _jsonl(path, records):
@@ -195,43 +166,6 @@ def test_the_export_loads_with_plain_transformers_and_generates_the_same_tokens(
         )
         diff = (plain(**prompt).logits - mem(**prompt).logits).abs().max()
     assert got.tolist() == want.tolist() and float(diff) < 1e-4
-
-
-def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(tiny_base, tmp_path):
-    """The "before" of chrF++: the SFT base's own greedy answers with the training template (cached by base, data
-    and template); chrf_change's standard error is that of the per-answer differences."""
-    import math
-
-    cfg = params(tiny_base, tmp_path)
-    tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
-    data = sft.sft_data(cfg, tok)
-    before = sft.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data)
-    assert [r["id"] for r in before["rows"]] == [c["id"] for c in data["held_out"]]
-    assert before["chrf++"] is not None and len(before["rows"]) >= 3
-    assert sft.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data) == before
-    rows = before["rows"][:3]
-    after = {
-        "chrf++": before["chrf++"] + 3.0,
-        "rows": [{**r, "chrf++": r["chrf++"] + d} for r, d in zip(rows, [1.0, 5.0, 3.0])],
-    }
-    ch = sft.chrf_change(cfg, {**before, "rows": rows}, after)
-    assert ch["delta"] == pytest.approx(3.0) and ch["n"] == 3
-    assert ch["delta_se"] == pytest.approx(math.sqrt(4.0 / 3)) and ch["verdict"] == "gain"  # 3 > 1.96 * 1.155
-
-
-def test_a_loop_rate_that_falls_because_the_answers_vanished_shows_as_empty_answers():
-    """Eight held-out answers, six looping, all empty after: the loop rate falls beyond the noise, and the empty
-    share says why (0 -> 1, a loss; lower is better)."""
-    from azllm.config import Config
-
-    before_rows = [{"loop": i < 6, "words": 12, "chrf++": 5.0} for i in range(8)]
-    after_rows = [{"loop": False, "words": 0, "chrf++": 0.0} for _ in range(8)]
-    before = {"rows": before_rows, "chrf++": 5.0, "loop_share": 0.75, "empty_share": 0.0}
-    after = {"rows": after_rows, "chrf++": 0.0, "loop_share": 0.0, "empty_share": 1.0}
-    loops = sft.answer_change(Config(), before, after, measure="loop")
-    assert loops["delta"] == pytest.approx(-0.75) and loops["verdict"] == "gain" and loops["n"] == 8
-    empty = sft.answer_change(Config(), before, after, measure="empty")
-    assert (empty["before"], empty["after"], empty["delta"], empty["verdict"]) == (0.0, 1.0, 1.0, "loss")
 
 
 def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():

@@ -13,7 +13,9 @@ import json
 import time
 from pathlib import Path
 
-from ..deploy import gguf_fields, llama_log, logits_model, require_llama_cpp
+from ..deploy import gguf_fields
+from ..gguf_quality import logits_model
+from ..gguf_runtime import llama_log, require_llama_cpp
 
 __all__ = ["speed", "hf_speed"]
 

@@ -5,8 +5,8 @@ library with plain named arguments and returns plain results; notebooks and the 
 comes back. Every number a report shows or records is computed here (or in the library): medians, ratios, shares,
 costs, the fit plan and the winners (the best tokenizer, :func:`~azllm.recipes.adapt.best_run`, the ranking's
 ``top``, the fastest and cheapest variant); results are plain dicts and rows with snake_case keys, typed where
-they cross a module boundary (:class:`azllm.train.TrainResult`, :class:`~azllm.recipes.adapt.AdaptRun`,
-:class:`azllm.sft.template.Template`, :class:`~azllm.recipes.sft.SftData`, :class:`azllm.deploy.DeployRecord`:
+they cross a module boundary (:class:`azllm.lifecycle.RunResult`, :class:`~azllm.recipes.adapt.AdaptRun`,
+:class:`azllm.sft.template.Template`, :class:`azllm.sft.data.SftData`, :class:`azllm.deploy.DeployRecord`:
 ``TypedDict``s, so that they are still the dicts the notebooks record into ``metrics.json`` as they are (its
 schema: :mod:`azllm.report`)), and which :mod:`azllm.tables` only renames into display labels. Data flows one
 way: library <- recipes <- presentation (:mod:`azllm.tables`, :mod:`azllm.plots`, :mod:`azllm.report`) and the

@@ -7,10 +7,10 @@ against the original base.
 - **adapted + SFT**: notebook 07's main run;
 - **SFT only**: the same SFT recipe (data, steps, method) on the original base, without adaptation.
 
-Each row gives chrF++ of the answers, mean answer words, the loop rate (:func:`azllm.sft.generate.has_loop`), the
+Each row gives chrF++ of the answers, mean answer words, the loop rate (:func:`azllm.engine.has_loop`), the
 share that stopped at the end of turn, and against the original base the paired chrF++ difference with its standard
 error, minimum detectable effect and verdict (:func:`azllm.evaluation.compare.difference`). Every model answers with
-the same decoding (:func:`azllm.recipes.sft.decoding`); answers pair by conversation id.
+the same decoding (:func:`azllm.recipes.judge.decoding`); answers pair by conversation id.
 
 With ``sft.base`` set (no adaptation study), there is no original base to compare with: :func:`original_base` is
 None and the page says so.
@@ -41,7 +41,7 @@ def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print
     """``{stage: answers}`` (:func:`azllm.recipes.sft.answers`' shape) of :data:`STAGES`: ``adapted`` and
     ``adapted_sft`` are notebook 07's before and after; the original base's answers and its SFT run are made here
     (each cached like notebook 07's)."""
-    from . import sft
+    from . import judge, sft
 
     out = {"adapted": adapted, "adapted + SFT": adapted_sft}
     base = original_base(cfg)
@@ -50,7 +50,7 @@ def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print
     tok, template = sft.sft_tokenizer(cfg, base)
     data = sft.sft_data(cfg, tok)
     show(f"controls: the original base {base}: its answers, then the SFT recipe on it")
-    out["original base"] = sft.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
+    out["original base"] = judge.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
     run = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
     out["SFT only"] = sft.answers(cfg, run, base=base, tokenizer=tok, template=template, data=data)
     return {k: out[k] for k in STAGES if k in out}

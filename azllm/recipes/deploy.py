@@ -186,36 +186,25 @@ def _prompts(cfg: Config, name: str, folder: str) -> tuple[list[str], bool]:
 
 
 def answers(cfg: Config, name: str, record: DeployRecord) -> list[dict]:
-    """Greedy answers of the smallest GGUF file (llama.cpp) beside the PyTorch model's to the same prompts."""
-    import torch
+    """Greedy answers of the smallest GGUF file (llama.cpp) beside the PyTorch model's to the same prompts, both
+    from the one engine (:mod:`azllm.engine`), 48 new tokens, no repetition penalty."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..deploy import generate
+    from .. import engine
 
     folder = record["folder"]
     prompts, chat = _prompts(cfg, name, folder)
     if not prompts:
         return []
-    n = 48
-    gguf = generate(
-        record["files"][smallest_file(record)]["path"], prompts, max_new_tokens=n, chat=chat, threads=cfg.deploy.threads
-    )
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
-    rows = []
-    for p, g in zip(prompts, gguf):
-        text = (
-            tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False)
-            if chat
-            else p
-        )
-        ids = tok(text, add_special_tokens=False)["input_ids"]
-        x = torch.tensor([ids])
-        with torch.no_grad():
-            y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False)
-        torch_answer = tok.decode(y[0, x.shape[1] :], skip_special_tokens=True)
-        rows.append({"prompt": p, "llama_cpp": g.strip(), "pytorch": torch_answer.strip(), "chat": chat})
-    return rows
+    asked = [[{"role": "user", "content": p}] if chat else p for p in prompts]
+    greedy = engine.Decoding(max_new_tokens=48)
+    gguf = engine.llama_cpp_engine(record["files"][smallest_file(record)]["path"], threads=cfg.deploy.threads)
+    torch_model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    torch_engine = engine.torch_engine(torch_model, AutoTokenizer.from_pretrained(folder), batch_size=1)
+    got = zip(gguf.complete(asked, greedy), torch_engine.complete(asked, greedy))
+    return [
+        {"prompt": p, "llama_cpp": g["text"], "pytorch": t["text"], "chat": chat} for p, (g, t) in zip(prompts, got)
+    ]
 
 
 def run_deploy(cfg: Config, distilled: dict | None = None) -> dict[str, DeployRecord]:

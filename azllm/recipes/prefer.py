@@ -87,16 +87,9 @@ def user_pairs(cfg: Config) -> list[dict]:
 def _answered_pairs(model, tok, template: Template, convs: list[dict], source: str, cfg: Config):
     from ..prefer.data import build_pairs
     from ..sft.generate import generate_answers
+    from .judge import answer_decoding, answer_engine
 
-    rows = generate_answers(
-        model,
-        tok,
-        convs,
-        max_new_tokens=cfg.sft.max_new_tokens,
-        stop_ids=[template["end_of_turn_id"], tok.eos_token_id],
-        batch_size=cfg.sft.generate_batch_size,
-        repetition_penalty=cfg.sft.repetition_penalty,
-    )
+    rows = generate_answers(answer_engine(cfg, model, tok, template), convs, answer_decoding(cfg))
     prompts = [c["messages"][:-1] for c in convs]
     return build_pairs(
         prompts, [r["reference"] for r in rows], [r["answer"] for r in rows], [r["id"] for r in rows], source
@@ -154,10 +147,10 @@ def _unpaired(pairs: list[dict]) -> list[dict]:
 
 def judge(cfg: Config, model, sft_model, tok, template: Template, data: dict) -> dict:
     """Held-out preference accuracy (against ``sft_model`` when given, else the adapter disabled), chrF++ of the
-    held-out answers paired against the SFT model's (:func:`azllm.recipes.sft.chrf_change`), and the mean answer
+    held-out answers paired against the SFT model's (:func:`azllm.recipes.judge.chrf_change`), and the mean answer
     length of both."""
     from ..prefer.train import preference_accuracy
-    from .sft import answer_change, chrf_change, scored_answers
+    from .judge import answer_change, chrf_change, scored_answers
 
     p = cfg.preference
     acc = preference_accuracy(model, tok, data["held_out"], beta=p.beta, ref_model=sft_model, max_length=p.max_length)
@@ -292,8 +285,6 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     the data root, the run's folder is in the synced checkpoint folder (a restarted spot job resumes there, or finds
     the finished run), the merged export goes to ``SM_MODEL_DIR`` and ``prefer.json`` to ``SM_OUTPUT_DATA_DIR``. The
     job needs ``preference.base`` (a hub id or a model the job can read): it does not run SFT first."""
-    import shutil
-
     import torch
 
     from .. import sagemaker
@@ -302,7 +293,8 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     from ..sft.template import add_token_rows, prepare_tokenizer
     from ..sft.train import lora_config, prepare_model
     from ..utils import atomic_write_json, json_hash, seed_everything, weights_id
-    from .sft import decoding, load_base_tokenizer, lora_kwargs, model_kwargs
+    from .judge import decoding
+    from .sft import load_base_tokenizer, lora_kwargs, model_kwargs
 
     sm = sagemaker.job_paths(environ)
     if sm is not None:
@@ -371,15 +363,10 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
         "export": str(_export(r, tok, template, out / "export")) if cfg.preference.export else None,
     }
     if sm is not None and record["export"]:
-        model_dir = Path(sm["model_dir"])
-        model_dir.mkdir(parents=True, exist_ok=True)
-        for f in Path(record["export"]).iterdir():
-            shutil.copy(f, model_dir / f.name)
-        record["export"] = str(model_dir)
+        record["export"] = _copy_into(Path(record["export"]), Path(sm["model_dir"]))
     atomic_write_json(out / "prefer.json", record)
     if sm is not None and sm.get("output_dir"):
-        Path(sm["output_dir"]).mkdir(parents=True, exist_ok=True)
-        shutil.copy(out / "prefer.json", Path(sm["output_dir"]) / "prefer.json")
+        _copy_into(out / "prefer.json", Path(sm["output_dir"]))
     acc = record["preference_accuracy"]
     show(
         f"prefer: held-out preference accuracy {acc['accuracy']:.3f} ± {acc['accuracy_se']:.3f} (chance 0.5, "
@@ -387,6 +374,16 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
         f"({record['chrf']['delta']:+.2f} ± {record['chrf']['delta_se']:.2f}); export {record['export']}"
     )
     return record
+
+
+def _copy_into(src: Path, folder: Path) -> str:
+    """``src`` (a file, or every file of a folder) copied into ``folder`` (made if missing); returns ``folder``."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir() if src.is_dir() else [src]:
+        shutil.copy(f, folder / f.name)
+    return str(folder)
 
 
 def _samples(verdict: dict, n: int) -> list[dict]:

@@ -14,8 +14,8 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
   the table of what each step kept;
 - :func:`sft_run`: one run (a finished identical one is returned as is: its folder is named by
   :func:`azllm.sft.train.sft_key`);
-- :func:`answers`: the held-out answers and their chrF++; :func:`base_answers`: the same before any step;
-  :func:`chrf_change`: before -> after with a paired standard error; :func:`export_sft`: the merged standalone folder;
+- :func:`answers`: the held-out answers and their chrF++ (:mod:`azllm.recipes.judge`: the same before any step,
+  before -> after with a paired standard error); :func:`export_sft`: the merged standalone folder;
 - :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
 - :func:`run_row`, :func:`main_record`, :func:`samples`: what notebook 07 shows and records of the runs and answers;
 - :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
@@ -27,10 +27,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TypedDict
 
 from ..config import Config, deep_update
+from ..sft.data import SftData
 from ..sft.template import Template
+from .judge import decoding, scored_answers
 from .paths import Paths, run_name
 from .sources import resolve
 from .tasks import decontamination_sets
@@ -45,9 +46,6 @@ __all__ = [
     "SftData",
     "sft_run",
     "answers",
-    "base_answers",
-    "chrf_change",
-    "answer_change",
     "export_sft",
     "compare_variants",
     "sft_job",
@@ -60,8 +58,6 @@ __all__ = [
     "eval_texts",
     "model_kwargs",
     "lora_kwargs",
-    "scored_answers",
-    "decoding",
 ]
 
 
@@ -172,18 +168,6 @@ def eval_texts(cfg: Config) -> tuple[dict[str, list[str]], list[str]]:
             notes.append(f"{name}: not found, not checked ({e})")
     texts.update(decontamination_sets(cfg))  # every evaluation task named in evaluate.tasks ("task:<name>")
     return texts, notes
-
-
-class SftData(TypedDict):
-    """The conversations of a run (:func:`sft_data`): training and held-out conversations (``{"id", "source",
-    "messages"}``), what each step kept (``counts``), notes for the page, and the key the runs and answers are
-    cached by."""
-
-    train: list[dict]
-    held_out: list[dict]
-    counts: dict
-    notes: list[str]
-    key: str
 
 
 def sft_data(cfg: Config, tokenizer) -> SftData:
@@ -356,7 +340,8 @@ def sft_run(
     progress: bool = True,
 ) -> dict:
     """One SFT run on ``data`` (:func:`sft_data`) from ``base`` (a finished identical run is returned as is)."""
-    from ..sft.train import finished_sft, lora_config, prepare_model, run_sft, sft_key
+    from ..lifecycle import finished_result
+    from ..sft.train import lora_config, prepare_model, run_sft, sft_key
     from ..utils import seed_everything
 
     method = method or cfg.sft.method
@@ -371,7 +356,7 @@ def sft_run(
     }
     key = sft_key(model=desc, spec=spec, data=data["key"])
     out = Path(output_dir) if output_dir else Paths(cfg).sft / f"{method}{'-packed' if spec.packing else ''}-{key}"
-    done = finished_sft(out, key) if spec.resume else None
+    done = finished_result(out, key) if spec.resume else None
     if done is not None:
         return done
     seed_everything(cfg.seed)
@@ -420,109 +405,6 @@ def answers(cfg: Config, result: dict, *, base: str, tokenizer, template: Templa
     }
     atomic_write_json(path, got)
     return got
-
-
-def decoding(cfg: Config) -> dict:
-    """What every held-out answer is decoded with: greedy, ``sft.max_new_tokens``, ``sft.repetition_penalty``."""
-    return {"greedy": True, "max_new_tokens": cfg.sft.max_new_tokens, "repetition_penalty": cfg.sft.repetition_penalty}
-
-
-def scored_answers(cfg: Config, model, tokenizer, template: Template, data: SftData) -> dict:
-    """``{"rows", "chrf++", "stopped_share", "loop_share", "empty_share", "mean_words"}``: greedy answers to the
-    held-out instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag (an answer of
-    no word is empty: it neither loops nor answers)."""
-    from ..sft.generate import chrf_scores, generate_answers
-
-    rows = generate_answers(
-        model,
-        tokenizer,
-        data["held_out"],
-        max_new_tokens=cfg.sft.max_new_tokens,
-        stop_ids=[template["end_of_turn_id"], tokenizer.eos_token_id],
-        batch_size=cfg.sft.generate_batch_size,
-        repetition_penalty=cfg.sft.repetition_penalty,
-    )
-    scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
-    for r, s in zip(rows, scores["per_answer"]):
-        r["chrf++"] = s
-    return {
-        "rows": rows,
-        "chrf++": scores["chrf++"],
-        "stopped_share": sum(r["stopped"] for r in rows) / len(rows) if rows else None,
-        "loop_share": sum(r["loop"] for r in rows) / len(rows) if rows else None,
-        "empty_share": sum(r["words"] == 0 for r in rows) / len(rows) if rows else None,
-        "mean_words": sum(r["words"] for r in rows) / len(rows) if rows else None,
-    }
-
-
-def base_answers(cfg: Config, *, base: str, tokenizer, template: Template, data: SftData) -> dict:
-    """The held-out answers of the SFT base itself, before any step, with the same chat template and decoding as
-    :func:`answers` (the "before" of chrF++; new template tokens get their initial rows): ``{"rows", "chrf++"}``,
-    cached in ``Paths.sft`` by the base, the held-out split, the template and ``sft.max_new_tokens``."""
-    import json
-
-    import torch
-
-    from ..assemble import load_base
-    from ..sft.template import add_token_rows
-    from ..utils import atomic_write_json, json_hash, weights_id
-
-    key = json_hash(
-        {
-            "base": str(base),
-            "weights": weights_id(base),
-            "data": data["key"],
-            "template": tokenizer.chat_template,
-            "decoding": decoding(cfg),
-        }
-    )
-    path = Paths(cfg).sft / f"base-answers-{key}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    model = load_base(base, torch.float32).eval()
-    add_token_rows(model, list(template["added_tokens"]))
-    got = {"key": key, **scored_answers(cfg, model, tokenizer, template, data)}
-    atomic_write_json(path, got)
-    return got
-
-
-def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
-    """chrF++ of the held-out answers before (:func:`base_answers`) -> after (:func:`answers`) SFT: the corpus
-    scores, the difference, its standard error and verdict from the paired per-answer chrF++ differences
-    (:func:`answer_change`; the same answers, so the base-to-base variation cancels)."""
-    return {
-        "task": "chrF++ (held-out answers)",
-        "language": "az",
-        "metric": "chrf++",
-        **answer_change(cfg, before, after),
-    }
-
-
-def answer_change(cfg: Config, before: dict, after: dict, *, measure: str = "chrf++") -> dict:
-    """One per-answer measure of the same held-out answers (:func:`scored_answers`) before -> after, paired
-    (:func:`azllm.evaluation.compare.difference`): ``measure`` "chrf++" (the corpus scores; higher is better),
-    "loop" (the loop rate; lower is better) or "empty" (the share of answers with no word; lower is better: a loop
-    rate that falls because the answers vanished is no gain). ``{"before", "after", "delta", "delta_se", "verdict",
-    "mde", "n"}``."""
-    from ..evaluation.compare import difference
-
-    total, item = {
-        "chrf++": ("chrf++", lambda r: r["chrf++"]),
-        "loop": ("loop_share", lambda r: r["loop"]),
-        "empty": ("empty_share", lambda r: r["words"] == 0),
-    }[measure]
-    b = {"value": before[total], "items": [float(item(r)) for r in before["rows"]]}
-    a = {"value": after[total], "items": [float(item(r)) for r in after["rows"]]}
-    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=measure == "chrf++")
-    return {
-        "before": b["value"],
-        "after": a["value"],
-        "delta": d["delta"],
-        "delta_se": d["se"],
-        "verdict": d["verdict"],
-        "mde": d["mde"],
-        "n": len(a["items"]),
-    }
 
 
 def export_sft(

@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 from ..data import DataError, Resolved, read_lines
 from ..text import normalize
 
 __all__ = [
+    "SftData",
     "SftDataError",
     "ROLES",
     "FORMATS",
@@ -43,6 +45,18 @@ __all__ = [
 ROLES = ("system", "user", "assistant")
 FORMATS = ("messages", "prompt_completion", "instruction")
 _OUTPUT_NAMES = ("output", "response")
+
+
+class SftData(TypedDict):
+    """The conversations of a run (:func:`azllm.recipes.sft.sft_data`): training and held-out conversations
+    (``{"id", "source", "messages"}``), what each step kept (``counts``), notes for the page, and the key the runs
+    and answers are cached by."""
+
+    train: list[dict]
+    held_out: list[dict]
+    counts: dict
+    notes: list[str]
+    key: str
 
 
 class SftDataError(DataError):
