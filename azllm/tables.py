@@ -9,10 +9,7 @@ medians, ratios, shares, costs and winners come from the recipes. Figures of the
 - token files: :func:`split_table`, :func:`encoder_table`, :func:`get_batch_row`, :func:`format_encoder_benchmark`
   (:mod:`azllm.recipes.tokens`, :mod:`azllm.bench.encoder`);
 - training: :func:`run_table` (:mod:`azllm.recipes.train`);
-- the training benchmark: :func:`variant_table`, :func:`variant_notes`, :func:`prediction_table`,
-  :func:`prediction_notes`, :func:`cost_table`, :func:`job_cost_table`, :func:`fit_table`; the GPU run's
-  the lines ``azllm bench gpu`` prints: :func:`gpu_markdown_table`, :func:`gpu_job_cost_lines`
-  (:mod:`azllm.recipes.benchmark`);
+- the training benchmark: :mod:`azllm.benchmark_tables`;
 - adaptation: :func:`adapt_tokenizer_table`, :func:`extension_table`, :func:`genre_table`, :func:`adapt_table`
   (:mod:`azllm.recipes.adapt`);
 - evaluation: :func:`score_rows` (one model), :func:`eval_lines` (the same, for a terminal),
@@ -33,6 +30,7 @@ __all__ = [
     "ALSO_SHOWN",
     "labelled",
     "records",
+    "frame",
     "corpus_table",
     "mix_table",
     "split_table",
@@ -40,15 +38,6 @@ __all__ = [
     "encoder_table",
     "format_encoder_benchmark",
     "run_table",
-    "variant_table",
-    "variant_notes",
-    "prediction_table",
-    "prediction_notes",
-    "cost_table",
-    "job_cost_table",
-    "fit_table",
-    "gpu_markdown_table",
-    "gpu_job_cost_lines",
     "adapt_tokenizer_table",
     "extension_table",
     "adapt_table",
@@ -193,7 +182,7 @@ def number(x) -> str:
     return significant(x)
 
 
-def _frame(rows: list[dict], keys=None, index=None):
+def frame(rows: list[dict], keys=None, index=None):
     import pandas as pd
 
     df = pd.DataFrame([labelled(r, keys) for r in rows])
@@ -239,7 +228,7 @@ def mix_table(rows: list[dict]):
         "mix_mb",
         "mix_pct",
     )
-    return _frame(rows, tuple(c for c in cols if c in rows[0]) if rows else cols, "source").round(3)
+    return frame(rows, tuple(c for c in cols if c in rows[0]) if rows else cols, "source").round(3)
 
 
 # ------------------------------------------------------------------------------------------------- token files
@@ -247,7 +236,7 @@ def mix_table(rows: list[dict]):
 
 def split_table(rows: list[dict]):
     """:func:`azllm.recipes.tokens.split_rows` by split."""
-    return _frame(rows, ("split", "documents", "tokens", "file_mb"), "split")
+    return frame(rows, ("split", "documents", "tokens", "file_mb"), "split")
 
 
 def get_batch_row(g: dict) -> dict:
@@ -279,7 +268,7 @@ ENCODER_COLUMNS = (
 def encoder_table(rows: list[dict]):
     """:func:`azllm.bench.encoder.variant_rows`: each encoder by its label, the scale as ``<n>x``."""
     shown = [{**r, "variant": ENCODER_LABELS.get(r["variant"], r["variant"]), "scale": f"{r['scale']}x"} for r in rows]
-    return _frame(shown, ENCODER_COLUMNS)
+    return frame(shown, ENCODER_COLUMNS)
 
 
 def format_scale_benchmark(rows: list[dict], growth: list[dict]) -> str:
@@ -348,125 +337,6 @@ def run_table(row: dict):
     return pd.DataFrame({"main run": {k: v for k, v in row.items() if k != "final"}})
 
 
-# ------------------------------------------------------------------------------------------ training benchmark
-
-VARIANT_COLUMNS = (
-    "variant",
-    "status",
-    "tokens_per_s_median",
-    "tokens_per_s_min",
-    "tokens_per_s_max",
-    "speed_ratio",
-    "step_ms_median",
-    "step_ms_min",
-    "step_ms_max",
-    "peak_mb_median",
-    "peak_mb_min",
-    "peak_mb_max",
-    "memory_ratio",
-    "loss_first",
-    "loss_last",
-    "trainable",
-    "load",
-)
-
-
-def variant_table(rows: list[dict]):
-    """:func:`azllm.recipes.benchmark.variant_rows`, every variant (one that did not run shows "—"); the reserved
-    CUDA memory where it was measured."""
-    reserved = any(r.get("reserved_mb_median") is not None for r in rows)
-    return _frame(rows, [*VARIANT_COLUMNS, *(["reserved_mb_median"] if reserved else [])])
-
-
-def variant_notes(rows: list[dict]) -> str:
-    """The variants that did not run and why, as a Markdown list ("" when every variant ran)."""
-    out = [f"- `{r['variant']}`: {r['status']} — {r['note']}" for r in rows if r["status"] != "ok"]
-    return "**Not run here:**\n\n" + "\n".join(out) if out else ""
-
-
-def prediction_table(rows: list[dict]):
-    """:func:`azllm.recipes.benchmark.prediction_rows`: the memory model by component next to the measured peak
-    (MiB)."""
-    return _frame(rows)
-
-
-def prediction_notes(summary: dict) -> list[str]:
-    """:func:`azllm.recipes.benchmark.prediction_summary` in plain sentences: the largest relative error, and what
-    the baseline's predicted peak is made of."""
-    worst = summary["max_rel_pred_error"]
-    out = [
-        f"largest relative error over {summary['n_measured']} measured variants: "
-        + (f"{worst:.1%}" if worst is not None else "none measured")
-    ]
-    b = summary.get("baseline")
-    if b:
-        out.append(
-            f"baseline: the loss head (B×T×V logits in fp32 and their gradients) is "
-            f"{b['logits_share']:.0%} of the predicted peak ({b['logits_mb']:.0f} of "
-            f"{b['predicted_mb']:.0f} MiB): the part fused linear cross-entropy removes; weights + optimizer "
-            f"states are {b['weights_optimizer_share']:.0%}, the part LoRA, QLoRA and 8-bit optimizers shrink"
-        )
-    return out
-
-
-def cost_table(rows: list[dict]):
-    """:func:`azllm.recipes.benchmark.cost_rows`: dollars per billion tokens per variant."""
-    return _frame(rows)
-
-
-def job_cost_table(rows: list[dict]):
-    """:func:`azllm.recipes.benchmark.job_cost_rows`: the whole job per variant."""
-    return _frame(rows)
-
-
-def fit_table(rows: list[dict]):
-    """:func:`azllm.recipes.benchmark.fit_rows`, the largest batch at each sequence length as ``batch@<seq>``."""
-    import pandas as pd
-
-    return pd.DataFrame([{LABELS.get(k, k.replace("batch_at_", "batch@")): v for k, v in r.items()} for r in rows])
-
-
-def _md_num(x, fmt="{:.0f}") -> str:
-    return "–" if x is None else fmt.format(x)
-
-
-def gpu_markdown_table(metrics: dict) -> str:
-    """The measured table of the run (from its metrics.json) as Markdown, as ``azllm bench gpu`` prints it."""
-    b = metrics["metrics"]["benchmark"]
-    pred = {r["variant"]: r for r in b["predicted_vs_measured"]}
-    f = _md_num
-    out = [
-        "| variant | status | tokens/s (min–max) | speed × | step ms | peak MiB (min–max) | memory × | "
-        "predicted MiB | loss first → last |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in b["variants"]:
-        p = pred.get(r["variant"], {})
-        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r['note'] or '')[:80]}"
-        out.append(
-            f"| {r['variant']} | {status} "
-            f"| {f(r['tokens_per_s_median'])} ({f(r['tokens_per_s_min'])}–{f(r['tokens_per_s_max'])}) "
-            f"| {f(r['speed_ratio'], '{:.2f}')} | {f(r['step_ms_median'])} "
-            f"| {f(r['peak_mb_median'])} ({f(r['peak_mb_min'])}–{f(r['peak_mb_max'])}) "
-            f"| {f(r['memory_ratio'], '{:.2f}')} | {f(p.get('predicted_mb'))} "
-            f"| {f(r['loss_first'], '{:.3f}')} → {f(r['loss_last'], '{:.3f}')} |"
-        )
-    return "\n".join(out)
-
-
-def gpu_job_cost_lines(metrics: dict) -> str:
-    """The whole-job estimate of the run (``benchmark.job``), one line per variant, as ``azllm bench gpu`` prints it."""
-    b = metrics["metrics"]["benchmark"]
-    job = b.get("job") or {}
-    out = [f"job: {job.get('tokens', 0):.3g} tokens on {job.get('instances')} x {job.get('instance')}"]
-    for r in b.get("job_cost") or []:
-        out.append(
-            f"  {r['variant']:12s} {r['hours']:8.1f} h  on-demand ${r['on_demand_usd']:,.0f}  "
-            f"spot ${r['spot_usd']:,.0f}  checkpoints ${r['storage_usd']:.2f}  ({r['tokens_per_s_source']})"
-        )
-    return "\n".join(out)
-
-
 # ------------------------------------------------------------------------------------------------ adaptation
 
 
@@ -520,7 +390,7 @@ ADAPT_COLUMNS = (
 
 def adapt_table(rows: list[dict]):
     """:func:`azllm.recipes.adapt.run_row` per run, by way and method."""
-    return _frame(rows, ADAPT_COLUMNS).set_index(["way", "method"])
+    return frame(rows, ADAPT_COLUMNS).set_index(["way", "method"])
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
@@ -575,23 +445,23 @@ def before_after_table(rows: list[dict], tasks: list[str]) -> list[dict]:
 
 def genre_table(rows: list[dict]):
     """:func:`azllm.recipes.adapt.training_text`'s rows by origin: documents, bytes and share of the bytes."""
-    return _frame(rows, ("origin", "documents", "bytes", "share"), "origin")
+    return frame(rows, ("origin", "documents", "bytes", "share"), "origin")
 
 
 def stage_table(rows: list[dict]):
     """:func:`azllm.recipes.controls.stage_rows` by model, each difference with its verdict's mark."""
     cols = ("model", "n", "chrf", "delta", "delta_se", "mde", "verdict", "mean_words", "loop_share", "stopped_share")
-    return _frame([{**r, "verdict": VERDICT_MARK.get(r["verdict"] or "", "")} for r in rows], cols, "model")
+    return frame([{**r, "verdict": VERDICT_MARK.get(r["verdict"] or "", "")} for r in rows], cols, "model")
 
 
 def conventions_table(rows: list[dict]):
     """:func:`azllm.recipes.evaluate.conventions` by model."""
-    return _frame(rows, None, "model")
+    return frame(rows, None, "model")
 
 
 def contamination_table(rows: list[dict]):
     """:func:`azllm.recipes.evaluate.contamination` by evaluation set."""
-    return _frame(rows, None, "set")
+    return frame(rows, None, "set")
 
 
 def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
@@ -680,12 +550,12 @@ def pair_sentence(rows: list[dict], z: float = 1.96) -> str:
 
 def sft_table(rows: list[dict]):
     """:func:`azllm.recipes.sft.run_row` per run: packing shown as on / off."""
-    return _frame([{**r, "packing": "on" if r["packing"] else "off"} for r in rows])
+    return frame([{**r, "packing": "on" if r["packing"] else "off"} for r in rows])
 
 
 def samples_table(rows: list[dict]):
     """:func:`azllm.recipes.sft.samples`: the held-out answers next to their references (and the base's answers)."""
-    return _frame(rows)
+    return frame(rows)
 
 
 def distill_sentence(v: dict) -> str:

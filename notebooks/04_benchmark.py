@@ -39,7 +39,7 @@ out_dir = "reports/tiny"
 import pandas as pd
 from IPython.display import Markdown, display
 
-from azllm import plots, recipes, report, tables
+from azllm import benchmark_tables, plots, recipes, report, tables
 from azllm.recipes import benchmark, launch
 
 cfg = recipes.setup(params_file)
@@ -74,8 +74,8 @@ print("model:", res["config"])
 
 # %%
 variants = benchmark.variant_rows(res)
-display(tables.variant_table(variants).style.format(tables.number, na_rep="—"))
-notes = tables.variant_notes(variants)
+display(benchmark_tables.variant_table(variants).style.format(tables.number, na_rep="—"))
+notes = benchmark_tables.variant_notes(variants)
 if notes:
     display(Markdown(notes))
 
@@ -97,8 +97,8 @@ fig = plots.variant_bars(variants)
 
 # %%
 pred = benchmark.prediction_rows(res)
-display(tables.prediction_table(pred).style.format(tables.number, na_rep="—"))
-print("\n".join(tables.prediction_notes(benchmark.prediction_summary(pred))))
+display(benchmark_tables.prediction_table(pred).style.format(tables.number, na_rep="—"))
+print("\n".join(benchmark_tables.prediction_notes(benchmark.prediction_summary(pred))))
 fig = plots.predicted_vs_measured(pred)
 
 # %% [markdown]
@@ -128,7 +128,7 @@ else:
 
 # %%
 fit = benchmark.fit_rows(cfg, device="cuda")
-display(tables.fit_table(fit).style.format(tables.number, na_rep="—"))
+display(benchmark_tables.fit_table(fit).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## Cost per billion training tokens
@@ -139,7 +139,7 @@ display(tables.fit_table(fit).style.format(tables.number, na_rep="—"))
 
 # %%
 cost = benchmark.cost_rows(cfg, res)
-display(tables.cost_table(cost).style.format(tables.number, na_rep="—"))
+display(benchmark_tables.cost_table(cost).style.format(tables.number, na_rep="—"))
 report.record(out_dir, "benchmark", benchmark.benchmark_record(res, variants, pred, cost, fit))
 print("recorded to metrics.json: section 'benchmark'")
 
@@ -154,7 +154,7 @@ print("recorded to metrics.json: section 'benchmark'")
 # %%
 job = benchmark.job_cost_rows(cfg, res)
 report.record(out_dir, "benchmark", {"job": B.job.model_dump(), "job_cost": job})
-display(tables.job_cost_table(job).style.format(tables.number, na_rep="—"))
+display(benchmark_tables.job_cost_table(job).style.format(tables.number, na_rep="—"))
 
 # %% [markdown]
 # ## The 1B setup as launched

@@ -1,15 +1,13 @@
 """The command line (azllm.cli): ``--help`` of every subcommand, a quick real call of each one that runs on CPU, and
 every ``azllm ...`` / ``python -m azllm ...`` / ``make ...`` command of the README parsed by the real parser."""
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from train_helpers import tiny_params_file
+from cli_helpers import azllm, tiny_params
 
 from azllm.cli import main, parser
 from conftest import REPO
@@ -78,78 +76,16 @@ def test_lock_env_writes_what_the_lock_says(tmp_path):
     assert (REPO / "environment.yml").read_text() == before
 
 
-def _tiny_params(tmp_path: Path) -> Path:
-    train = {
-        "batch_size": 2,
-        "block_size": 32,
-        "max_steps": 3,
-        "warmup_steps": 1,
-        "eval_steps": 3,
-        "save_steps": 3,
-        "logging_steps": 1,
-        "eval_max_tokens": 256,
-        "untimed_steps": 1,
-        "report_to": [],
-    }
-    bench = {"benchmark": {"quick": True, "scale": 2, "max_bytes_per_file": 4000, "block_size": 32}}
-    return tiny_params_file(tmp_path / "tiny.yaml", "cli", train, corpus={"enabled": False}, tokens=bench)
-
-
-def _azllm(args: list[str], tmp_path: Path, monkeypatch, capsys) -> SimpleNamespace:
-    """``azllm ARGS`` through the command line's own entry, in this process (``python -m azllm`` and the console
-    script are run as processes by test_the_console_entry_and_python_m); its exit code 0 and its stdout."""
-    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    monkeypatch.chdir(REPO)
-    code = main(list(args))
-    out = capsys.readouterr()
-    assert code == 0, out.out[-3000:] + out.err[-3000:]
-    return SimpleNamespace(stdout=out.out, stderr=out.err)
-
-
 @pytest.mark.slow  # one tokenizer, one 3-step run (~30 s on 2 cores)
 def test_prepare_then_train_runs(tmp_path, monkeypatch, capsys):
     """``azllm prepare`` prints its marker; ``azllm train`` then opens the folder (nothing prepared again)."""
-    params = str(_tiny_params(tmp_path))
-    p = _azllm(["prepare", params], tmp_path, monkeypatch, capsys)
+    params = str(tiny_params(tmp_path))
+    p = azllm(["prepare", params], tmp_path, monkeypatch, capsys)
     marker = Path(p.stdout.strip())
     assert marker.name == "prepared.json" and (marker.parent / "tokenizer" / "tokenizer.json").is_file()
-    p = _azllm(["train", params, "--max-steps", "2"], tmp_path, monkeypatch, capsys)
+    p = azllm(["train", params, "--max-steps", "2"], tmp_path, monkeypatch, capsys)
     assert p.stdout.strip().endswith("results.json") and Path(p.stdout.strip()).is_file()
     assert len((marker.parent / "prepare.log.jsonl").read_text().splitlines()) == 1
-
-
-@pytest.mark.slow  # the encoder variants in fresh processes on 4 KB per file (~60 s)
-def test_bench_encoder_runs(tmp_path, monkeypatch, capsys):
-    p = _azllm(
-        ["bench", "encoder", str(_tiny_params(tmp_path)), "--quick", "--out", str(tmp_path / "b.json")],
-        tmp_path,
-        monkeypatch,
-        capsys,
-    )
-    assert (tmp_path / "b.json").is_file() and "encoder" in p.stdout.lower()
-
-
-@pytest.mark.slow  # one round of one method in a fresh process (~40 s)
-def test_bench_methods_runs(tmp_path, monkeypatch, capsys):
-    p = _azllm(
-        ["bench", "methods", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "2", "--methods", "full"],
-        tmp_path,
-        monkeypatch,
-        capsys,
-    )
-    assert "round 0 full" in p.stdout and "written:" in p.stdout
-
-
-@pytest.mark.slow  # one round, both paths, 6 steps (~40 s)
-def test_bench_overhead_runs(tmp_path, monkeypatch, capsys):
-    p = _azllm(
-        ["bench", "overhead", str(_tiny_params(tmp_path)), "--rounds", "1", "--steps", "6"],
-        tmp_path,
-        monkeypatch,
-        capsys,
-    )
-    assert "median over 1 rounds" in p.stdout and "ratio" in p.stdout
 
 
 # ---------------------------------------------------------------------------------------- the README's commands
@@ -225,21 +161,3 @@ def test_every_make_target_of_the_readme_exists():
     targets = set(re.findall(r"^([a-z][\w-]*):", makefile, re.M))
     named = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, re.M))
     assert named and named <= targets, named - targets
-
-
-@pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
-def test_gpu_entry_dry_run(tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # the notebook's kernel runs as under make (conftest)
-    p = _azllm(["bench", "gpu", "--dry-run", "--reports", str(tmp_path)], tmp_path, monkeypatch, capsys)
-    m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())  # under --reports
-    rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
-    assert set(rows) == {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"}
-    for name in ("baseline", "ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"):
-        assert rows[name]["status"] == "ok", rows[name]
-    for name in ("liger", "liger+ckpt"):
-        assert rows[name]["status"] in ("ok", "unavailable")
-        if rows[name]["status"] == "unavailable":
-            assert "not available on this device" in rows[name]["note"]
-    assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
-    assert "spot $" in p.stdout
-    assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()

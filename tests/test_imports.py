@@ -5,8 +5,8 @@ no import cycle between azllm's modules, and no arrow from the library up into t
 - ``library``: every module but those below (text, data, tokenizer, ..., train, assemble, bench/*, corpus/*);
 - ``config``: the typed params (the library never reads them);
 - ``recipes``: ``azllm/recipes/*`` (read the config, call the library);
-- ``presentation``: ``tables``, ``tokenizer_tables``, ``answers``, ``plots``, ``report``;
-- ``cli``: ``cli``, ``__main__``.
+- ``presentation``: ``tables``, ``tokenizer_tables``, ``benchmark_tables``, ``answers``, ``plots``, ``report``;
+- ``cli``: ``cli``, ``cli_bench``, ``__main__``.
 
 An arrow may only point to the same layer or a lower one (the library may not import the config either).
 """
@@ -38,9 +38,9 @@ def layer(mod: str) -> str:
         return "config"
     if rest[0] == "recipes":
         return "recipes"
-    if rest[0] in ("tables", "tokenizer_tables", "answers", "plots", "report"):
+    if rest[0] in ("tables", "tokenizer_tables", "benchmark_tables", "answers", "plots", "report"):
         return "presentation"
-    if rest[0] in ("cli", "__main__"):
+    if rest[0] in ("cli", "cli_bench", "__main__"):
         return "cli"
     return "library"
 
@@ -181,11 +181,12 @@ RECIPE_IMPORTS = {
     "benchmark": {"adapt", "paths", "sources", "specs", "tokens", "train"},
     "adapt": {"paths", "sources", "tokenizers", "tokens", "train"},
     "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
-    "sft": {"adapt", "evaluate", "paths", "sources", "specs", "tasks"},
+    "judge": {"paths"},  # the held-out answers and their judgement, the same for every stage that answers
+    "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
     "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
-    "prefer": {"paths", "sft", "sources", "specs"},
-    "controls": {"adapt", "sft"},
+    "prefer": {"judge", "paths", "sft", "sources", "specs"},
+    "controls": {"adapt", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
     "results": set(),

@@ -12,14 +12,14 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "azllm"
 MODULES = sorted(PKG.rglob("*.py"))
 # the recipes, the presentation and the command line read a Config; the library modules take plain named arguments
-READS_CONFIG = {"config/__init__.py", "report.py", "answers.py", "cli.py"}
+READS_CONFIG = {"config/__init__.py", "report.py", "answers.py", "cli.py", "cli_bench.py"}
 
 
 # The caps count lines as ruff formats them (one argument per line once a call passes 120 characters; the code was
 # never packed to meet them): a function of more than FUNCTION_LINES lines says why ("Long because"), a module of
 # more than MODULE_LINES lines is split by concept.
 FUNCTION_LINES = 105
-MODULE_LINES = 750
+MODULE_LINES = 650
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))

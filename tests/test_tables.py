@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from azllm import answers, report, tables
+from azllm import answers, benchmark_tables, report, tables, tokenizer_tables
 
 AZLLM = Path(tables.__file__).resolve().parent
 
@@ -152,6 +152,8 @@ def test_tables_does_no_arithmetic():
     texts = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and _is_text(n)]
     assert texts  # the walk reaches the functions' bodies (their text concatenations)
     assert arithmetic(source) == []
+    for module in (benchmark_tables, tokenizer_tables):  # the tables split out of it, by concept
+        assert arithmetic(Path(module.__file__).read_text()) == [], module.__name__
 
 
 def test_the_index_answers_do_no_arithmetic():
@@ -191,48 +193,7 @@ def test_records_turn_nan_into_none():
     assert tables.records(pd.DataFrame([{"a": float("nan"), "b": 1.0}])) == [{"a": None, "b": 1.0}]
 
 
-def test_variant_table_renames_and_keeps_the_numbers():
-    rows = [
-        {
-            "variant": "baseline",
-            "status": "ok",
-            "tokens_per_s_median": 100.0,
-            "tokens_per_s_min": 90,
-            "tokens_per_s_max": 110,
-            "speed_ratio": 1.0,
-            "memory_ratio": 1.0,
-            "reserved_mb_median": None,
-            "note": "",
-        },
-        {"variant": "liger", "status": "unavailable", "note": "not available on this device: no CUDA"},
-    ]
-    df = tables.variant_table(rows)
-    assert list(df.columns[:6]) == ["variant", "status", "tokens/s", "tokens/s min", "tokens/s max", "speed ×"]
-    assert df.loc[0, "tokens/s"] == 100.0 and "reserved MB" not in df  # measured nowhere: not shown
-    assert (
-        tables.variant_notes(rows)
-        == "**Not run here:**\n\n- `liger`: unavailable — not available on this device: no CUDA"
-    )
-    assert tables.variant_notes(rows[:1]) == ""
-
-
-def test_prediction_notes_are_the_summary_in_words():
-    summary = {
-        "n_measured": 2,
-        "max_rel_pred_error": 0.05,
-        "baseline": {"logits_mb": 30.0, "predicted_mb": 100.0, "logits_share": 0.3, "weights_optimizer_share": 0.4},
-    }
-    first, second = tables.prediction_notes(summary)
-    assert first == "largest relative error over 2 measured variants: 5.0%"
-    assert "is 30% of the predicted peak (30 of 100 MiB)" in second and "states are 40%" in second
-    assert tables.prediction_notes({"n_measured": 0, "max_rel_pred_error": None}) == [
-        "largest relative error over 0 measured variants: none measured"
-    ]
-
-
-def test_fit_and_encoder_tables_label_their_columns():
-    fit = tables.fit_table([{"model": "tiny", "params_m": 1.5, "variant": "baseline", "batch_at_256": 8}])
-    assert list(fit.columns) == ["model", "params (M)", "variant", "batch@256"]
+def test_encoder_table_labels_its_columns():
     enc = tables.encoder_table([{"variant": "c", "scale": 10, "mtokens_per_s": 1.5, "vs_a": None}])
     assert enc.loc[0, "variant"] == "(c) azllm encode_corpus" and enc.loc[0, "scale"] == "10x"
     assert enc.loc[0, "Mtokens/s"] == 1.5
