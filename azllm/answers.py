@@ -1,9 +1,14 @@
 """The index's answers: one row per stage of the study, ``(question, answer, reference point, page)``, read from a
-run's ``metrics.json`` (:func:`headline`; :mod:`azllm.report` writes them into ``index.html``). Every number and
-every winner is chosen by a recipe and read here; what a run did not produce is left out.
+run's typed record (:func:`headline`, :mod:`azllm.record`: the same record ``azllm results`` renders; a committed
+record under ``docs/`` answers as a run folder does). :mod:`azllm.report` writes them into ``index.html``. Every
+number and every winner is chosen by a recipe and read here; numbers and verdicts are formatted by
+:mod:`azllm.markdown`; what a run did not produce is left out.
 """
 
 from __future__ import annotations
+
+from .markdown import cell as _f
+from .record import Record, section
 
 __all__ = ["headline"]
 
@@ -17,12 +22,8 @@ def _pct(share: float | None) -> str | None:
     return None if share is None else f"{100 * share:.4g}%"
 
 
-def _f(x, fmt: str = "{:.3f}") -> str:
-    return "—" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
-
-
-def _corpus_answer(m: dict) -> tuple | None:
-    c = m.get("corpus") or {}
+def _corpus_answer(m: Record) -> tuple | None:
+    c = section(m, "corpus")
     total = ((c.get("counts") or {}).get("by_source") or {}).get("total") or {}
     if not total.get("input_bytes"):
         return None
@@ -45,11 +46,11 @@ def _corpus_answer(m: dict) -> tuple | None:
     )
 
 
-def _tokens_answer(m: dict) -> tuple | None:
-    split = m.get("tokens_split") or {}
+def _tokens_answer(m: Record) -> tuple | None:
+    split = section(m, "tokens_split")
     if not split.get("train_tokens"):
         return None
-    ratios = (m.get("tokens_benchmark") or {}).get("ratios") or {}
+    ratios = section(m, "tokens_benchmark").get("ratios") or {}
     speed = (
         f"; the encoder at {_f(ratios['c_over_limit_1x'], '{:.2f}')}× the tokenizer's own batch encode"
         if ratios.get("c_over_limit_1x") is not None
@@ -64,10 +65,10 @@ def _tokens_answer(m: dict) -> tuple | None:
     )
 
 
-def _sft_answer(m: dict) -> tuple | None:
+def _sft_answer(m: Record) -> tuple | None:
     from .recipes.controls import stage_sentence
 
-    s = m.get("sft") or {}
+    s = section(m, "sft")
     c = s.get("chrf_before_after") or {}
     if c.get("after") is None:
         return None
@@ -89,42 +90,44 @@ def _sft_answer(m: dict) -> tuple | None:
     )
 
 
-def _preference_answer(m: dict) -> tuple | None:
-    p = m.get("preference") or {}
-    acc, chrf, words = p.get("preference_accuracy"), p.get("chrf"), p.get("mean_answer_words") or {}
+def _preference_answer(m: Record) -> tuple | None:
+    p = section(m, "preference")
+    rows = {r["measure"].split(" (")[0]: r for r in p.get("judgement") or []}
+    acc, chrf, words = rows.get("preference accuracy"), rows.get("chrF++"), rows.get("mean answer words")
     if not acc:
         return None
     said = (
-        f"chrF++ of {chrf['n']} held-out answers {_f(chrf['before'], '{:.2f}')} → {_f(chrf['after'], '{:.2f}')} "
+        f"{chrf['measure']} {_f(chrf['before'], '{:.2f}')} → {_f(chrf['after'], '{:.2f}')} "
         f"({_f(chrf['delta'], '{:+.2f}')} ± {_f(chrf['delta_se'], '{:.2f}')}, {chrf['verdict']}); "
         if chrf
         else ""
     )
-    length = f"; answers {words['before']:.1f} → {words['after']:.1f} words" if "before" in words else ""
+    length = f"; answers {_f(words['before'], '{:.1f}')} → {_f(words['after'], '{:.1f}')} words" if words else ""
     return (
         "Does preference tuning help (held-out answers)",
-        f"{str(p.get('method', '')).upper()}: {said}preference accuracy {_f(acc['accuracy'], '{:.3f}')} on "
-        f"{acc['n']} held-out pairs ({p.get('accuracy_verdict')} against chance){length}",
+        f"{str(p.get('method', '')).upper()}: {said}{acc['measure']} {_f(acc['after'])} ({acc['verdict']} against "
+        f"chance){length}",
         "the SFT model's own answers; chance accuracy 0.5; a gain only beyond 1.96 standard errors",
         "09_preference.html",
     )
 
 
-def _tokenizer_answer(m: dict) -> tuple | None:
-    t = m.get("tokenizers") or {}
+def _tokenizer_answer(m: Record) -> tuple | None:
+    t = section(m, "tokenizers")
     if not t.get("best"):
         return None
+    got = ", ".join(f"{k} {_f(v)}" for k, v in (t.get("best_fertility_by_set") or {}).items())
     refs = ", ".join(f"{n} {_f(v)}" for n, v in (t.get("reference_fertility") or {}).items())
     return (
         "Tokens per word",
-        f"{t['best']}: {_f(t.get('best_fertility'))} on {t.get('selected_on')}",
+        f"{t['best']}: {got or '—'}",
         refs or "no baseline in this run",
         "01_tokenizers.html",
     )
 
 
-def _bpb_answer(m: dict) -> tuple | None:
-    final = (m.get("train") or {}).get("final") or {}
+def _bpb_answer(m: Record) -> tuple | None:
+    final = section(m, "train").get("final") or {}
     if (final.get("val") or {}).get("bpb") is None:
         return None
     uniform = ", ".join(f"{k} {_f(f['uniform_bpb'])}" for k, f in final.items() if f.get("uniform_bpb") is not None)
@@ -136,8 +139,8 @@ def _bpb_answer(m: dict) -> tuple | None:
     )
 
 
-def _adapt_answer(m: dict) -> tuple | None:
-    best = (m.get("adapt") or {}).get("best")
+def _adapt_answer(m: Record) -> tuple | None:
+    best = section(m, "adapt").get("best")
     if not best:
         return None
     return (
@@ -149,8 +152,8 @@ def _adapt_answer(m: dict) -> tuple | None:
     )
 
 
-def _eval_answer(m: dict) -> tuple | None:
-    e = m.get("evaluate") or {}
+def _eval_answer(m: Record) -> tuple | None:
+    e = section(m, "evaluate")
     top = e.get("top")
     if not top:
         return None
@@ -181,8 +184,8 @@ def _eval_answer(m: dict) -> tuple | None:
     )
 
 
-def _technique_answers(m: dict) -> list[tuple]:
-    b = m.get("benchmark") or {}
+def _technique_answers(m: Record) -> list[tuple]:
+    b = section(m, "benchmark")
     ok = [r for r in b.get("variants") or [] if r.get("status") == "ok" and r.get("speed_ratio") is not None]
     out = []
     if ok:
@@ -213,8 +216,8 @@ def _technique_answers(m: dict) -> list[tuple]:
     return out
 
 
-def _distill_answer(m: dict) -> tuple | None:
-    v, s = (m.get("distill") or {}).get("bpb") or {}, (m.get("deploy") or {}).get("summary") or {}
+def _distill_answer(m: Record) -> tuple | None:
+    v, s = section(m, "distill").get("bpb") or {}, section(m, "deploy").get("summary") or {}
     if not v and not s:
         return None
     parts = []
@@ -235,20 +238,25 @@ def _distill_answer(m: dict) -> tuple | None:
     )
 
 
-def headline(metrics: dict) -> list[tuple[str, str, str, str]]:
+def headline(rec: Record) -> list[tuple[str, str, str, str]]:
     """The few answers of the study, each ``(question, answer, reference point, page)``; what a run did not
     produce is left out. Every number, and every winner (the best tokenizer, the adaptation run, the recipe, the
-    fastest and the cheapest variant), is chosen by a recipe and read here from metrics.json."""
+    fastest and the cheapest variant), is chosen by a recipe and read here from the run's record.
+
+    >>> headline({"adapt": {"best": {"way": "extend", "method": "lora", "az_bpb_before": 2.0, "az_bpb_after": 1.5,
+    ...     "en_bpb_before": 1.0, "en_bpb_after": 1.1, "en_bpb_change": 0.1}}})[0][1]
+    'extend / lora: 2.000 → 1.500; English 1.000 → 1.100 (+0.100)'
+    """
     rows = [
-        _corpus_answer(metrics),
-        _tokenizer_answer(metrics),
-        _tokens_answer(metrics),
-        _bpb_answer(metrics),
-        *_technique_answers(metrics),
-        _adapt_answer(metrics),
-        _eval_answer(metrics),
-        _sft_answer(metrics),
-        _preference_answer(metrics),
-        _distill_answer(metrics),
+        _corpus_answer(rec),
+        _tokenizer_answer(rec),
+        _tokens_answer(rec),
+        _bpb_answer(rec),
+        *_technique_answers(rec),
+        _adapt_answer(rec),
+        _eval_answer(rec),
+        _sft_answer(rec),
+        _preference_answer(rec),
+        _distill_answer(rec),
     ]
     return [r for r in rows if r is not None]

@@ -213,8 +213,10 @@ def _launch(args) -> int:
 
 
 def _results(args) -> int:
-    """``results``: :func:`azllm.recipes.results.markdown` of a run; ``--record`` writes its record."""
-    from .recipes.results import markdown, read_record
+    """``results``: :func:`azllm.results.markdown` of a run's record (:func:`azllm.record.read_record`);
+    ``--record`` writes the record."""
+    from .record import read_record
+    from .results import markdown
     from .utils import atomic_write_json
 
     try:

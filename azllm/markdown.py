@@ -25,12 +25,12 @@ VERDICT_MARK = {"gain": "▲", "loss": "▼", "within noise": "·", "no error es
 
 
 def cell(x, fmt: str = "{:.3f}") -> str:
-    """One table cell: ``x`` formatted, or ``—`` for a value that was not measured.
+    """One table cell: ``x`` formatted, or ``—`` for a value that was not measured (None, or NaN from a frame).
 
-    >>> cell(None), cell(1234.5, "{:,.0f}")
-    ('—', '1,234')
+    >>> cell(None), cell(float("nan")), cell(1234.5, "{:,.0f}")
+    ('—', '—', '1,234')
     """
-    return "—" if x is None else fmt.format(x)
+    return "—" if x is None or x != x else fmt.format(x)
 
 
 def change(r: dict, fmt: str = "{:.3f}") -> str:

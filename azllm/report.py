@@ -40,6 +40,7 @@ import yaml
 from .answers import headline
 from .config import Config, ParamsError, load_params
 from .recipes import sources as _sources
+from .record import run_record
 from .utils import LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info, package_versions
 
 __all__ = [
@@ -312,7 +313,7 @@ def _write_index(run_dir: Path, meta: dict, pages: list[dict], collected: dict, 
     )
     rows = "\n".join(
         f'<tr><td>{e(q)}</td><td>{e(a)}</td><td>{e(ref)}</td><td><a href="{e(page)}">{e(page)}</a></td></tr>'
-        for q, a, ref, page in headline(collected["metrics"])
+        for q, a, ref, page in headline(run_record({**collected, "run": meta, "notebooks": pages}))
     )
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>azllm — {e(meta["run_name"])}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} td{{padding:2px 8px}}

@@ -152,6 +152,7 @@ def check_metrics(run_dir: Path) -> None:
     import json
 
     from azllm.answers import headline
+    from azllm.record import run_record
     from azllm.report import key_problems
 
     m = json.loads((Path(run_dir) / "metrics.json").read_text())
@@ -159,7 +160,7 @@ def check_metrics(run_dir: Path) -> None:
     assert not bad, "metrics.json keys that are not snake_case (a display label? a name outside NAMED_MAPS):\n" + (
         "\n".join(bad[:30])
     )
-    answers = {q: a for q, a, _, _ in headline(m["metrics"])}
+    answers = {q: a for q, a, _, _ in headline(run_record(m))}
     for page in (p["name"] for p in m["notebooks"] if p["status"] == "ok"):
         for question in ANSWERED_BY.get(page, ()):
             assert question in answers, f"{page} ran, but the index has no answer {question!r}"

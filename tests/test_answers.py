@@ -25,8 +25,7 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     metrics = {
         "tokenizers": {
             "best": "bpe-32k",
-            "best_fertility": 1.44,
-            "selected_on": "flores",
+            "best_fertility_by_set": {"flores": 1.44, "xwmt": 1.52},
             "reference_fertility": {"llama3": 3.41, "aztc-32k": 1.467},
         },
         "train": {
@@ -62,7 +61,11 @@ def test_the_index_answers_the_study_beside_its_reference_points():
     assert rows["Most Azerbaijani per device-hour (downstream)"][0] == (
         "swap / full: sib200_az_probe +0.120 ± 0.030 (gain); English sib200_en_probe -0.050 (within noise)"
     )
-    assert rows["Tokens per word"] == ("bpe-32k: 1.440 on flores", "llama3 3.410, aztc-32k 1.467", "01_tokenizers.html")
+    assert rows["Tokens per word"] == (
+        "bpe-32k: flores 1.440, xwmt 1.520",
+        "llama3 3.410, aztc-32k 1.467",
+        "01_tokenizers.html",
+    )
     assert rows["Held-out bits per byte"][0] == "val 2.400, flores 2.370"
     # each set's own baseline (the training text's bytes per token would give 13 / 3.25 = 4.000 for both)
     assert (
@@ -115,13 +118,25 @@ def _keys_read(fn) -> set[str]:
 def _keys_written() -> set[str]:
     """The constant keys the recipes and the library write (dict literals, ``dict(key=...)`` / ``.update(key=...)``,
     ``x["key"] = ...``) and the sections and keys the notebooks record (``report.record(out_dir, "section", {...})``):
-    never the presentation (tables, answers, plots, report) or the command line."""
+    never the presentation (tables, answers, results, plots, report), the record or the command line."""
     import ast
 
     pkg = REPO / "azllm"
     presentation = {
         pkg / f
-        for f in ("tables.py", "tokenizer_tables.py", "answers.py", "plots.py", "report.py", "cli.py", "__main__.py")
+        for f in (
+            "tables.py",
+            "tokenizer_tables.py",
+            "benchmark_tables.py",
+            "answers.py",
+            "results.py",
+            "record.py",
+            "plots.py",
+            "report.py",
+            "cli.py",
+            "cli_bench.py",
+            "__main__.py",
+        )
     }
     keys: set[str] = set()
     for path in [p for p in sorted(pkg.rglob("*.py")) if p not in presentation] + sorted(REPO.glob("notebooks/*.py")):

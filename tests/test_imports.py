@@ -5,7 +5,8 @@ no import cycle between azllm's modules, and no arrow from the library up into t
 - ``library``: every module but those below (text, data, tokenizer, ..., train, assemble, bench/*, corpus/*);
 - ``config``: the typed params (the library never reads them);
 - ``recipes``: ``azllm/recipes/*`` (read the config, call the library);
-- ``presentation``: ``tables``, ``tokenizer_tables``, ``benchmark_tables``, ``answers``, ``plots``, ``report``;
+- ``presentation``: ``tables``, ``tokenizer_tables``, ``benchmark_tables``, ``answers``, ``results``, ``plots``,
+  ``report``;
 - ``cli``: ``cli``, ``cli_bench``, ``__main__``.
 
 An arrow may only point to the same layer or a lower one (the library may not import the config either).
@@ -38,7 +39,7 @@ def layer(mod: str) -> str:
         return "config"
     if rest[0] == "recipes":
         return "recipes"
-    if rest[0] in ("tables", "tokenizer_tables", "benchmark_tables", "answers", "plots", "report"):
+    if rest[0] in ("tables", "tokenizer_tables", "benchmark_tables", "answers", "results", "plots", "report"):
         return "presentation"
     if rest[0] in ("cli", "cli_bench", "__main__"):
         return "cli"
@@ -189,7 +190,6 @@ RECIPE_IMPORTS = {
     "controls": {"adapt", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
-    "results": set(),
     "publish": {"deploy", "paths", "prefer", "sources"},  # GGUF files made when missing; a DPO job's judgement
 }
 

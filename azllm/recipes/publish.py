@@ -33,6 +33,7 @@ from ..config import Config, SourceConfig
 from ..licenses import KNOWN_BASES, DataInput, LicenseError, license_of, refusals
 from ..publish import PublishError, Staged, check_repo_id, corpus_parquet, export_files, plan, require_token, stage
 from ..publish import upload as upload_staged
+from ..record import run_record, section
 from .paths import Paths
 from .sources import resolve
 
@@ -210,23 +211,23 @@ def model_scores(cfg: Config, doc: dict, last: str) -> tuple[list[Score], str]:
     """The measures of the model of stage ``last`` as the run recorded them (each against the model before that
     stage, on the same items), with the original base's score beside where the run measured it; and what "before"
     is."""
-    m = doc.get("metrics") or {}
+    m = run_record(doc)
     base = {}
-    for r in (m.get("evaluate") or {}).get("before_after") or []:
+    for r in section(m, "evaluate").get("before_after") or []:
         base.setdefault(r["task"], r.get("before"))
-    stages = (m.get("sft") or {}).get("stages") or []
+    stages = section(m, "sft").get("stages") or []
     original_chrf = next((r for r in stages if r.get("model") == "original base"), None)
     if last == "preference":
-        p = m.get("preference") or {}
+        p = section(m, "preference")
         rows = [{"n": _judgement_n(p, r["measure"]), **r, "task": r["measure"]} for r in p.get("judgement") or []]
         before = "the SFT model"
         rows += list(p.get("tasks_before_after") or [])
     elif last == "sft":
-        s = m.get("sft") or {}
+        s = section(m, "sft")
         rows = [r for r in [s.get("chrf_before_after")] if r] + list(s.get("tasks_before_after") or [])
         before = "the model SFT started from"
     else:
-        rows, before = list((m.get("evaluate") or {}).get("before_after") or []), "the base"
+        rows, before = list(section(m, "evaluate").get("before_after") or []), "the base"
     out = []
     for r in rows:
         task = r["task"]
@@ -239,9 +240,9 @@ def model_scores(cfg: Config, doc: dict, last: str) -> tuple[list[Score], str]:
 
 
 def _settings(cfg: Config, doc: dict, stage_name: str) -> str:
-    m = doc.get("metrics") or {}
+    m = run_record(doc)
     if stage_name == "adapt":
-        runs = (m.get("adapt") or {}).get("runs") or []
+        runs = section(m, "adapt").get("runs") or []
         best = min(runs, key=lambda r: r["az_bpb_after"]) if runs else {}
         a = cfg.adapt
         lr = a.lr_lora if best.get("method") == "lora" else a.lr_full
@@ -256,14 +257,14 @@ def _settings(cfg: Config, doc: dict, stage_name: str) -> str:
             f"{a.az_train_bytes or 0:,} bytes of Azerbaijani, {a.replay:.0%} English replay{bpb}"
         )
     if stage_name == "sft":
-        s, main = cfg.sft, ((m.get("sft") or {}).get("main") or {})
+        s, main = cfg.sft, (section(m, "sft").get("main") or {})
         return (
             f"{s.method}, {main.get('steps', s.max_steps)} steps, lr {s.lr:g}, batch {s.batch_size} × "
             f"{s.grad_accum}, max length {s.max_length}"
         )
     p = cfg.preference
     rpo = f", plus {p.sft_weight:g} × the chosen answers' cross-entropy" if p.sft_weight else ""
-    steps = (m.get("preference") or {}).get("steps", p.max_steps)
+    steps = section(m, "preference").get("steps", p.max_steps)
     return f"{p.method.upper()} ({p.train_method}), {steps} steps, lr {p.lr:g}, β {p.beta:g}{rpo}"
 
 
@@ -378,7 +379,7 @@ def _publish(
         compared_with=before,
         languages=cfg.publish.languages,
         base_note=note,
-        chain=((doc.get("metrics") or {}).get("sft") or {}).get("stages") or [],
+        chain=section(run_record(doc), "sft").get("stages") or [],
         gguf=listed,
         gguf_repo=gguf_repo,
         gguf_checks=checks,

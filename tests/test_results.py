@@ -1,10 +1,11 @@
-"""The README's results are a recorded run's, rendered (azllm.recipes.results, ``azllm results``): the committed
+"""The README's results are a recorded run's, rendered (azllm.results, ``azllm results``): the committed
 record re-rendered equals the README's block, number for number; a record keeps where it came from."""
 
 import json
 
 from azllm.cli import main
-from azllm.recipes.results import deploy_markdown, markdown, read_record, readme_block, record, wall_time
+from azllm.record import read_record, run_record
+from azllm.results import deploy_markdown, markdown, readme_block, wall_time
 from conftest import REPO
 
 RECORD = REPO / "docs" / "smollm2_long.json"
@@ -69,7 +70,9 @@ def test_a_record_is_kept_from_a_run_folder_and_read_back(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| chrF++ (held-out answers) | 24 | 9.10 | 10.40 (+1.30 ± 0.50 ▲) | — |" in out and "`sft_export`" in out
     kept = json.loads((tmp_path / "rec.json").read_text())
-    assert kept == record(doc) and "samples" not in kept["sft"] and markdown(read_record(tmp_path / "rec.json")) == out
+    assert (
+        kept == run_record(doc) and "samples" not in kept["sft"] and markdown(read_record(tmp_path / "rec.json")) == out
+    )
     assert main(["results", str(tmp_path / "missing")]) == 2
 
 
@@ -138,7 +141,7 @@ def test_the_default_reports_first_pages_are_rendered_and_recorded():
                  "peak_mb_median": 512.0, "memory_ratio": 0.8, "loss_first": 9.0, "loss_last": 8.5}]},
         },
     }  # fmt: skip
-    rec = record(doc)
+    rec = run_record(doc)
     assert "clusters" not in rec["corpus"] and rec["tokenizers"]["lexicon"] == {
         "unimorph": {"n": 7046, "recall": 0.952, "precision": 0.791}
     }

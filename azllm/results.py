@@ -1,9 +1,10 @@
-"""The study's published numbers, rendered from a run's ``metrics.json`` (``azllm results RUN_FOLDER``).
+"""The study's published numbers, rendered from a run's typed record (``azllm results RUN_FOLDER``).
 
-Nothing in the README's results is typed by hand: :func:`record` keeps what the tables read from a run's
-``metrics.json`` (with the run's commit, params hash, machine and each page's time), the record is committed under
-``docs/`` (``docs/smollm2_long.json``), and :func:`markdown` renders the tables of every page the run has (00-04
-of a default report, 05-09 of a study). The README and docs/results.md hold that Markdown between
+Nothing in the README's results is typed by hand: :func:`azllm.record.run_record` keeps what the renderers read from a
+run's ``metrics.json`` (with the run's commit, params hash, machine and each page's time), the record is committed
+under ``docs/`` (``docs/smollm2_long.json``), and :func:`markdown` renders the tables of every page the run has
+(00-04 of a default report, 05-09 of a study). Numbers, verdict marks and before -> after cells are
+:mod:`azllm.markdown`'s. The README and docs/results.md hold that Markdown between
 ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``; a test renders the committed record again and compares, so
 a number that differs from the recorded run fails the suite.
 
@@ -16,78 +17,13 @@ the same items where items exist), · within noise.
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+from .markdown import cell, change, heading, pair_table, score_format
+from .record import Record, section
 
-from ..markdown import cell, change, heading, pair_table, score_format
-
-__all__ = ["record", "read_record", "markdown", "deploy_markdown", "wall_time", "readme_block", "MARK"]
+__all__ = ["markdown", "deploy_markdown", "wall_time", "readme_block", "MARK"]
 
 MARK = "results:{name}"
 """The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
-
-
-def record(doc: dict) -> dict:
-    """What the tables read of a ``metrics.json`` document, with where it came from.
-
-    >>> r = record({"run": {"run_name": "x", "git_commit": "abc", "params_hash": "h", "machine": {}}, "metrics": {},
-    ...             "notebooks": [{"name": "05_adapt", "seconds": 12.5, "status": "ok"}], "artifacts": {}})
-    >>> r["run"]["git_commit"], r["notebooks"]
-    ('abc', [{'name': '05_adapt', 'seconds': 12.5, 'status': 'ok'}])
-    """
-    m, run = doc["metrics"], doc["run"]
-    mach = run.get("machine") or {}
-    keep = {
-        "corpus": ("sizes", "mix", "counts", "performance", "decontamination_hits"),
-        "tokenizers": (
-            "recipe",
-            "table",
-            "best",
-            "best_fertility_by_set",
-            "fertility_target",
-            "lexicon",
-            "one_at_a_time",
-            "sample_leakage",
-        ),
-        "tokens_split": ("train_tokens", "val_tokens", "train_docs", "val_docs", "dtype"),
-        "train": ("source", "method", "main_steps", "main_parameters", "final", "tokens_per_s", "peak_rss_mb"),
-        "benchmark": ("device", "batch", "seq", "variants"),
-        "adapt": ("runs", "steps", "genres"),
-        "evaluate": ("before_after", "power", "z"),
-        "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
-        "preference": ("method", "train_method", "sft_weight", "steps", "judgement", "tasks_before_after", "pairs"),
-        "distill": ("bpb", "models"),
-        "deploy": ("summary", "parity", "files", "speed"),
-    }
-    out = {
-        "run": {
-            **{k: run.get(k) for k in ("run_name", "params_file", "git_commit", "params_hash", "time_utc")},
-            "machine": {k: mach.get(k) for k in ("cpu", "cpu_count", "gpu", "platform") if k in mach},
-        },
-        "notebooks": [{k: n.get(k) for k in ("name", "seconds", "status")} for n in doc.get("notebooks") or []],
-        "artifacts": doc.get("artifacts") or {},
-    }
-    for section, keys in keep.items():
-        if m.get(section):
-            out[section] = {k: m[section][k] for k in keys if k in m[section]}
-    table = (out.get("tokenizers") or {}).get("table")
-    if table:
-        cols = ("tokenizer", "eval_set", "vocab_size", "fertility", "roundtrip")
-        out["tokenizers"]["table"] = [{k: r[k] for k in cols if k in r} for r in table]
-    lex = (out.get("tokenizers") or {}).get("lexicon")
-    if lex:
-        out["tokenizers"]["lexicon"] = {
-            k: {f: v[f] for f in ("n", "recall", "precision") if f in v} for k, v in lex.items() if isinstance(v, dict)
-        }
-    return out
-
-
-def read_record(path: str | os.PathLike) -> dict:
-    """The record of ``path``: a run folder (its ``metrics.json``), a ``metrics.json``, or a record file."""
-    p = Path(path)
-    doc = json.loads((p / "metrics.json" if p.is_dir() else p).read_text(encoding="utf-8"))
-    return doc if "metrics" not in doc else record(doc)
 
 
 def _seconds(nb: list[dict]) -> float:
@@ -95,7 +31,7 @@ def _seconds(nb: list[dict]) -> float:
     return sum(n["seconds"] or 0 for n in nb)
 
 
-def _pages(rec: dict) -> list[str]:
+def _pages(rec: Record) -> list[str]:
     nb = rec.get("notebooks") or []
     if not nb:
         return []
@@ -109,8 +45,8 @@ def _pages(rec: dict) -> list[str]:
     ]
 
 
-def _adapt(rec: dict) -> list[str]:
-    runs = (rec.get("adapt") or {}).get("runs") or []
+def _adapt(rec: Record) -> list[str]:
+    runs = section(rec, "adapt").get("runs") or []
     if not runs:
         return []
     lines = heading(
@@ -126,8 +62,8 @@ def _adapt(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _tasks(rec: dict) -> list[str]:
-    rows = (rec.get("evaluate") or {}).get("before_after") or []
+def _tasks(rec: Record) -> list[str]:
+    rows = section(rec, "evaluate").get("before_after") or []
     if not rows:
         return []
     runs = list(dict.fromkeys(f"{r['way']} / {r['method']}" for r in rows))
@@ -151,8 +87,8 @@ def _tasks(rec: dict) -> list[str]:
 _STEPS = (("quality", "quality"), ("language", "language"), ("exact_dedup", "exact dup"), ("near_dedup", "near dup"))
 
 
-def _corpus(rec: dict) -> list[str]:
-    c = rec.get("corpus") or {}
+def _corpus(rec: Record) -> list[str]:
+    c = section(rec, "corpus")
     by, mix = (c.get("counts") or {}).get("by_source") or {}, {r["source"]: r for r in c.get("mix") or []}
     if not by:
         return []
@@ -183,8 +119,8 @@ def _corpus(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _tokenizers(rec: dict) -> list[str]:
-    t = rec.get("tokenizers") or {}
+def _tokenizers(rec: Record) -> list[str]:
+    t = section(rec, "tokenizers")
     rows, recipe = t.get("table") or [], t.get("recipe") or []
     if not rows:
         return []
@@ -263,8 +199,8 @@ def _one_at_a_time(rows: list[dict], leakage: list[dict]) -> list[str]:
     return [*lines, ""]
 
 
-def _train(rec: dict) -> list[str]:
-    t, split = rec.get("train") or {}, rec.get("tokens_split") or {}
+def _train(rec: Record) -> list[str]:
+    t, split = section(rec, "train"), section(rec, "tokens_split")
     final = t.get("final") or {}
     if not final:
         return []
@@ -284,8 +220,8 @@ def _train(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _benchmark(rec: dict) -> list[str]:
-    b = rec.get("benchmark") or {}
+def _benchmark(rec: Record) -> list[str]:
+    b = section(rec, "benchmark")
     rows = b.get("variants") or []
     if not rows:
         return []
@@ -303,16 +239,16 @@ def _benchmark(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _genres(rec: dict) -> list[str]:
-    rows = (rec.get("adapt") or {}).get("genres") or []
+def _genres(rec: Record) -> list[str]:
+    rows = section(rec, "adapt").get("genres") or []
     if not rows:
         return []
     shares = ", ".join(f"{r['origin']} {r['share']:.1%}" for r in rows)
     return [f"**What the adaptation read (05)**, share of the training bytes: {shares}.", ""]
 
 
-def _power(rec: dict) -> list[str]:
-    rows = (rec.get("evaluate") or {}).get("power") or []
+def _power(rec: Record) -> list[str]:
+    rows = section(rec, "evaluate").get("power") or []
     if not rows:
         return []
     lines = heading(
@@ -329,8 +265,8 @@ def _power(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _stages(rec: dict) -> list[str]:
-    s = rec.get("sft") or {}
+def _stages(rec: Record) -> list[str]:
+    s = section(rec, "sft")
     rows, dec = s.get("stages") or [], s.get("decoding") or {}
     if not rows:
         return []
@@ -350,16 +286,16 @@ def _stages(rec: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _sft(rec: dict) -> list[str]:
-    s = rec.get("sft") or {}
+def _sft(rec: Record) -> list[str]:
+    s = section(rec, "sft")
     rows = [r for r in [s.get("chrf_before_after")] if r] + list(s.get("tasks_before_after") or [])
     if not rows:
         return []
     return pair_table("**Instruction tuning (07)**: the SFT base (before) against the SFT export (after).", rows)
 
 
-def _preference(rec: dict) -> list[str]:
-    p = rec.get("preference") or {}
+def _preference(rec: Record) -> list[str]:
+    p = section(rec, "preference")
     judged = [
         {**r, "task": r["measure"], "n": None}
         if r["measure"].startswith("mean answer")
@@ -378,8 +314,8 @@ def _preference(rec: dict) -> list[str]:
     return pair_table(title, rows)
 
 
-def _distill(rec: dict) -> list[str]:
-    v, s = (rec.get("distill") or {}).get("bpb") or {}, (rec.get("deploy") or {}).get("summary") or {}
+def _distill(rec: Record) -> list[str]:
+    v, s = section(rec, "distill").get("bpb") or {}, section(rec, "deploy").get("summary") or {}
     lines = []
     if v:
         gap = cell(v["kd_minus_ce"], "{:+.3f}").replace("-", "−")
@@ -399,7 +335,7 @@ def _distill(rec: dict) -> list[str]:
     return lines
 
 
-def wall_time(rec: dict) -> str:
+def wall_time(rec: Record) -> str:
     """The run's wall time in one line (the README's first paragraph holds the default report's):
 
     >>> wall_time({"run": {"run_name": "default", "git_commit": "6305687abc", "machine": {"cpu_count": 2}},
@@ -416,7 +352,7 @@ def wall_time(rec: dict) -> str:
     )
 
 
-def markdown(rec: dict) -> str:
+def markdown(rec: Record) -> str:
     """The run's tables as Markdown (what the README holds between its markers)."""
     parts = [_pages(rec), _corpus(rec), _tokenizers(rec), _train(rec), _benchmark(rec)]
     parts += [_genres(rec), _adapt(rec), _tasks(rec), _power(rec), _stages(rec), _sft(rec)]
@@ -427,11 +363,11 @@ def markdown(rec: dict) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
-def deploy_markdown(rec: dict) -> str:
+def deploy_markdown(rec: Record) -> str:
     """Notebook 08's detail tables of a run (docs/results.md holds them between its markers): the students against
     the teacher, tokenizer parity, each GGUF file's quality and the speed of each runtime."""
-    models = (rec.get("distill") or {}).get("models") or []
-    d = rec.get("deploy") or {}
+    models = section(rec, "distill").get("models") or []
+    d = section(rec, "deploy")
     lines = []
     if models:
         lines += [

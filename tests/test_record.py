@@ -1,0 +1,106 @@
+"""azllm.record: the one typed record every renderer reads: what it keeps of metrics.json (every key the index's
+answers read, nothing more), its schema version, and the committed records under docs/ read as they are."""
+
+import ast
+import inspect
+import json
+import textwrap
+
+import pytest
+
+from azllm import answers
+from azllm.record import KEEP, SCHEMA_VERSION, read_record, run_record, section
+from conftest import REPO
+
+
+def test_a_record_keeps_where_it_came_from_and_only_what_is_read():
+    doc = {
+        "run": {"run_name": "r", "git_commit": "c0ffee0", "params_hash": "h", "time_utc": "t",
+                "machine": {"cpu": "x", "cpu_count": 2, "hostname": "not kept"}},
+        "notebooks": [{"name": "09_preference", "seconds": 60.0, "status": "ok", "html": "09_preference.html"}],
+        "artifacts": {"preference_export": "/a/export"},
+        "metrics": {
+            "preference": {"method": "dpo", "judgement": [{"measure": "preference accuracy (4 held-out pairs)"}],
+                           "samples": ["not read by any renderer"]},
+            "unknown_section": {"x": 1},
+        },
+    }  # fmt: skip
+    rec = run_record(doc)
+    assert rec["schema"] == SCHEMA_VERSION and rec["run"]["machine"] == {"cpu": "x", "cpu_count": 2}
+    assert rec["notebooks"] == [{"name": "09_preference", "seconds": 60.0, "status": "ok"}]
+    assert rec["preference"] == {"method": "dpo", "judgement": doc["metrics"]["preference"]["judgement"]}
+    assert "unknown_section" not in rec and section(rec, "sft") == {}
+
+
+def test_a_run_folder_a_metrics_file_and_a_record_file_read_alike(tmp_path):
+    doc = {"run": {"run_name": "r", "git_commit": "c"}, "metrics": {"adapt": {"steps": 3}}, "notebooks": []}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.json").write_text(json.dumps(doc))
+    (tmp_path / "rec.json").write_text(json.dumps(run_record(doc)))
+    assert read_record(tmp_path / "run") == read_record(tmp_path / "run" / "metrics.json") == run_record(doc)
+    assert read_record(tmp_path / "rec.json") == run_record(doc)
+
+
+def test_a_record_without_a_schema_is_version_1_and_a_newer_one_is_refused(tmp_path):
+    old = {"run": {"run_name": "r"}, "sft": {"stages": []}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert read_record(tmp_path / "old.json") == {**old, "schema": 1}
+    (tmp_path / "new.json").write_text(json.dumps({**old, "schema": SCHEMA_VERSION + 1}))
+    with pytest.raises(ValueError, match=f"schema {SCHEMA_VERSION + 1}; this azllm reads up to {SCHEMA_VERSION}"):
+        read_record(tmp_path / "new.json")
+
+
+def _sections_read(fn) -> dict[str, set[str]]:
+    """``{section: keys}`` that a function reads as ``section(m, "name").get("key")`` / ``section(m, "name")["key"]``
+    or through a name bound to ``section(m, "name")``."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    bound, out = {}, {}
+
+    def name_of(node):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "section" and len(node.args) == 2:
+            return node.args[1].value
+        return bound.get(node.id) if isinstance(node, ast.Name) else None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets[0].elts if isinstance(node.targets[0], ast.Tuple) else node.targets
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for t, v in zip(targets, values):
+                if isinstance(t, ast.Name) and name_of(v):
+                    bound[t.id] = name_of(v)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            owner, key = name_of(node.func.value), node.args[0] if node.args else None
+        elif isinstance(node, ast.Subscript):
+            owner, key = name_of(node.value), node.slice
+        else:
+            continue
+        if owner and isinstance(key, ast.Constant):
+            out.setdefault(owner, set()).add(key.value)
+    return out
+
+
+def test_the_record_keeps_every_key_the_index_answers_read():
+    """Statically: each ``section(m, "x").get("key")`` of the answers is a key the record keeps, so the index answers
+    from a record as from metrics.json."""
+    helpers = [getattr(answers, n) for n in dir(answers) if n.startswith("_") and n.endswith(("_answer", "_answers"))]
+    read: dict[str, set[str]] = {}
+    for fn in helpers:
+        for name, keys in _sections_read(fn).items():
+            read.setdefault(name, set()).update(keys)
+    assert {"corpus", "tokens_split", "tokenizers", "preference", "evaluate", "benchmark"} <= set(read)
+    assert {name: sorted(keys - set(KEEP[name])) for name, keys in read.items() if keys - set(KEEP[name])} == {}
+
+
+def test_the_committed_records_answer_as_a_run_folder_does():
+    """The study's committed record (docs/smollm2_long.json, kept before the record had a schema) gives the index's
+    answers of the pages it ran, with their numbers; the default report's gives the first pages'."""
+    long = {q: a for q, a, _, _ in answers.headline(read_record(REPO / "docs" / "smollm2_long.json"))}
+    pref = long["Does preference tuning help (held-out answers)"]
+    rec = read_record(REPO / "docs" / "smollm2_long.json")
+    acc = next(r for r in rec["preference"]["judgement"] if r["measure"].startswith("preference accuracy"))
+    assert pref.startswith("DPO: chrF++ (24 held-out answers) 10.68 → 9.33 (-1.35 ± 1.00, within noise); ")
+    assert f"preference accuracy (24 held-out pairs) {acc['after']:.3f} (gain against chance)" in pref
+    assert "Does instruction tuning help (held-out answers)" in long
+    default = {q for q, _, _, _ in answers.headline(read_record(REPO / "docs" / "default.json"))}
+    assert {"What the corpus stage kept", "Tokens per word", "Held-out bits per byte"} <= default
