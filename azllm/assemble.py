@@ -72,6 +72,8 @@ class ModelSpec:
     """QLoRA: quantize the block scales too."""
     compute_dtype: str
     """QLoRA: dtype of the dequantized matmuls."""
+    kbit_fp32_rest: bool
+    """QLoRA: the parameters that are not quantized cast to fp32 (:func:`azllm.lora.prepare_kbit`)."""
     lora_r: int
     lora_alpha: int
     lora_dropout: float
@@ -203,6 +205,7 @@ def assemble_model(spec: ModelSpec, tokenizer=None, *, vocab_size: int | None = 
             use_rslora=spec.use_rslora,
             target_modules=targets or "all-linear",
             kbit=(spec.method == "qlora"),
+            kbit_fp32_rest=spec.kbit_fp32_rest,
             gradient_checkpointing=spec.gradient_checkpointing,
             liger_flce="fused_linear_cross_entropy" in liger["applied"],
             new_token_ids=new_ids,

@@ -79,6 +79,7 @@ def bench_parsers(b) -> None:
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
     g.add_argument("--dry-run", action="store_true", help="the same path on CPU with a tiny shape")
+    g.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these (default: benchmark.variants)")
 
 
 def bench(args) -> int:
@@ -246,7 +247,8 @@ def _bench_overhead(args) -> int:
 def _bench_gpu(args) -> int:
     """``bench gpu``: notebook 04 with ``params/gpu.yaml`` (Llama-3.2-1B shape, seq 2048, bf16; < 8 min on one GPU)
     through the report runner into ``reports/gpu/``, then the measured table; ``--dry-run`` runs the same path on
-    CPU with a tiny shape (the tests run it)."""
+    CPU with a tiny shape (the tests run it); ``--variants`` measures only those (names as
+    :func:`azllm.memory.parse_variant` reads them), the rest of the params as they are."""
     import json
     import time
 
@@ -258,6 +260,8 @@ def _bench_gpu(args) -> int:
     from .report import run_report
 
     raw = gpu_params(read_yaml(args.params) or {}, dry_run=args.dry_run)
+    if args.variants:
+        raw.setdefault("benchmark", {})["variants"] = list(args.variants)
     if not args.dry_run:
         import torch
 

@@ -7,7 +7,8 @@ returns the bytes of each part of the peak that training adds on top of the proc
 - ``weights``: every parameter at its dtype; a 4-bit NF4 base stores 0.5 byte per weight of the linear layers plus
   its block scales (blocksize 64; with double quantization one uint8 per block and one fp32 per 256 blocks); an
   8-bit base 1 byte per weight plus one fp32 scale per output row. Embeddings, norms and an untied ``lm_head`` are
-  never quantized; ``peft.prepare_model_for_kbit_training`` casts them to fp32 (``kbit_fp32_rest``).
+  never quantized, and stay in the compute dtype unless ``kbit_fp32_rest`` (``model.quant.kbit_fp32_rest``: peft's
+  ``prepare_model_for_kbit_training`` casts them to fp32; :func:`azllm.lora.prepare_kbit`).
   LoRA adapters are fp32 (peft's ``autocast_adapter_dtype``).
 - ``grads``: one gradient per trainable parameter, at the parameter's dtype.
 - ``optimizer``: AdamW keeps two states per trainable parameter at the parameter's dtype; bitsandbytes' 8-bit AdamW
@@ -88,7 +89,7 @@ class Variant:
     lora_r: int = 16
     lora_dropout: float = 0.05
     double_quant: bool = True
-    kbit_fp32_rest: bool = True  # prepare_model_for_kbit_training casts non-quantized params to fp32
+    kbit_fp32_rest: bool = False  # a k-bit base's non-quantized params cast to fp32 (azllm.lora.prepare_kbit)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,12 +113,14 @@ _TOKENS: dict[str, dict] = {
     "adamw_8bit": {"optimizer": "adamw_8bit"},
     "paged8": {"optimizer": "paged_adamw_8bit"},
     "paged_adamw_8bit": {"optimizer": "paged_adamw_8bit"},
+    "kbit32": {"kbit_fp32_rest": True},  # a k-bit base prepared as peft's prepare_model_for_kbit_training does
 }
 
 
 def parse_variant(name: str | Variant | dict, **defaults: Any) -> Variant:
     """``"lora+ckpt+bf16"`` -> :class:`Variant`. Tokens: baseline, ckpt, bf16, fp32, liger (all kernels),
-    liger_<kernel> (rope, rms_norm, swiglu, flce, ce, ...), lora, qlora (4-bit), qlora8, adamw8, paged8.
+    liger_<kernel> (rope, rms_norm, swiglu, flce, ce, ...), lora, qlora (4-bit), qlora8, adamw8, paged8, kbit32 (the
+    k-bit base's other parameters in fp32: :func:`azllm.lora.prepare_kbit`).
     ``defaults`` (e.g. ``dtype="bf16", lora_r=8``) apply before the tokens.
 
     >>> parse_variant("liger_rope+liger_swiglu").liger
@@ -194,9 +197,9 @@ def _lora_params(s: dict, r: int) -> int:
 
 
 def act_bytes(v: Variant) -> int:
-    """Bytes per activation element. A k-bit base prepared by ``prepare_model_for_kbit_training`` has fp32
-    embeddings and norms, and bitsandbytes casts each layer's output back to its input's dtype, so the residual
-    stream and everything saved around it is fp32 whatever the compute dtype."""
+    """Bytes per activation element. A k-bit base prepared with ``kbit_fp32_rest`` has fp32 embeddings and norms,
+    and bitsandbytes casts each layer's output back to its input's dtype, so the residual stream and everything
+    saved around it is fp32 whatever the compute dtype; without it, the compute dtype."""
     return 4 if (v.quant and v.kbit_fp32_rest) else DTYPE_BYTES[v.dtype]
 
 

@@ -8,6 +8,7 @@ import pytest
 from cli_helpers import azllm, tiny_params
 
 from azllm.cli_bench import given
+from conftest import REPO
 
 
 def test_only_the_given_options_reach_the_recipe():
@@ -49,19 +50,36 @@ def test_bench_overhead_runs(tmp_path, monkeypatch, capsys):
     assert "median over 1 rounds" in p.stdout and "ratio" in p.stdout
 
 
-@pytest.mark.slow  # 8 child processes (~50 s on 2 idle cores; more when the machine is shared)
+def test_the_gpu_params_run_the_variants_users_pick():
+    """params/gpu.yaml measures Liger with LoRA and with QLoRA (checkpointing off and on), an 8-bit optimizer and
+    QLoRA prepared as peft does beside today's variants; every name is one the memory model and the children read."""
+    from azllm import memory as mem
+    from azllm.config import read_yaml
+
+    names = read_yaml(REPO / "params" / "gpu.yaml")["benchmark"]["variants"]
+    users = {"liger+lora", "liger+lora+ckpt", "liger+qlora", "liger+qlora+ckpt", "liger+paged8", "qlora+kbit32"}
+    assert users | {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"} == set(names)
+    parsed = {n: mem.parse_variant(n) for n in names}
+    assert parsed["liger+paged8"].optimizer == "paged_adamw_8bit" and parsed["qlora+kbit32"].kbit_fp32_rest
+    assert not parsed["liger+qlora+ckpt"].kbit_fp32_rest and parsed["liger+qlora+ckpt"].quant == 4
+
+
+@pytest.mark.slow  # 5 child processes (~45 s on 2 idle cores; more when the machine is shared)
 def test_gpu_entry_dry_run(tmp_path, monkeypatch, capsys):
+    """``azllm bench gpu --dry-run --variants ...``: the GPU run's path on CPU, only the variants named."""
     monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # the notebook's kernel runs as under make (conftest)
-    p = azllm(["bench", "gpu", "--dry-run", "--reports", str(tmp_path)], tmp_path, monkeypatch, capsys)
+    chosen = ["baseline", "lora", "qlora+ckpt", "qlora+kbit32", "liger"]
+    p = azllm(
+        ["bench", "gpu", "--dry-run", "--reports", str(tmp_path), "--variants", *chosen], tmp_path, monkeypatch, capsys
+    )
     m = json.loads((tmp_path / "gpu-dry-run" / "metrics.json").read_text())  # under --reports
     rows = {r["variant"]: r for r in m["metrics"]["benchmark"]["variants"]}
-    assert set(rows) == {"baseline", "ckpt", "liger", "liger+ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"}
-    for name in ("baseline", "ckpt", "lora", "lora+ckpt", "qlora", "qlora+ckpt"):
+    assert set(rows) == set(chosen)
+    for name in ("baseline", "lora", "qlora+ckpt", "qlora+kbit32"):
         assert rows[name]["status"] == "ok", rows[name]
-    for name in ("liger", "liger+ckpt"):
-        assert rows[name]["status"] in ("ok", "unavailable")
-        if rows[name]["status"] == "unavailable":
-            assert "not available on this device" in rows[name]["note"]
+    assert rows["liger"]["status"] in ("ok", "unavailable")
+    if rows["liger"]["status"] == "unavailable":
+        assert "not available on this device" in rows["liger"]["note"]
     assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
     assert "spot $" in p.stdout
     assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()

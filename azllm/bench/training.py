@@ -304,6 +304,7 @@ def variant_spec(
         quant_bits=int(v.quant or base.quant_bits),
         double_quant=bool(v.double_quant),
         compute_dtype=v.dtype,
+        kbit_fp32_rest=bool(v.kbit_fp32_rest or base.kbit_fp32_rest),
         lora_r=int(v.lora_r),
         lora_dropout=float(v.lora_dropout),
         gradient_checkpointing=bool(v.grad_ckpt),

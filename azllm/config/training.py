@@ -57,6 +57,11 @@ class QuantConfig(Section):
     """Quantize the block scales too."""
     compute_dtype: Dtype = "bf16"
     """Dtype of the dequantized matmuls."""
+    kbit_fp32_rest: bool = False
+    """Cast every parameter that is not quantized (norms, embeddings, output layer) to fp32 before the adapters, as
+    peft's prepare_model_for_kbit_training does; the activations then flow in fp32, slower and larger on a GPU
+    (azllm.lora.prepare_kbit says by how much). Off (the default): the base stays in its own dtype, as TRL prepares
+    it. The benchmark's variant token kbit32 measures it beside the default."""
 
 
 class ModelConfig(Section):

@@ -145,7 +145,9 @@ def benchmark_variant(cfg: Config, name: str):
     from .. import memory as mem
 
     b = cfg.benchmark
-    return mem.parse_variant(name, dtype=b.dtype, lora_r=b.lora.r, lora_dropout=b.lora.dropout)
+    return mem.parse_variant(
+        name, dtype=b.dtype, lora_r=b.lora.r, lora_dropout=b.lora.dropout, kbit_fp32_rest=cfg.model.quant.kbit_fp32_rest
+    )
 
 
 def training_benchmark(cfg: Config, out_dir: str | os.PathLike | None = None) -> dict:
@@ -210,7 +212,13 @@ def fit_models(cfg: Config) -> tuple[dict, list]:
         over = dict(over)
         models[name] = model_config(over.pop("preset", "1b"), int(over.pop("vocab_size", vocab)), **over)
     variants = [
-        mem.parse_variant(n, dtype=fit.dtype, lora_r=bench.lora.r, lora_dropout=bench.lora.dropout)
+        mem.parse_variant(
+            n,
+            dtype=fit.dtype,
+            lora_r=bench.lora.r,
+            lora_dropout=bench.lora.dropout,
+            kbit_fp32_rest=cfg.model.quant.kbit_fp32_rest,
+        )
         for n in fit.variants
     ]
     return models, variants

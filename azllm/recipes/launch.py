@@ -287,7 +287,13 @@ def checkpoint_bytes(cfg: Config) -> float | None:
         return None
     shape = model_config(model.preset, cfg.tokenizer.vocab_size, **model.config)
     name = {"full": "baseline", "lora": "lora", "qlora": "qlora" if model.quant.bits == 4 else "qlora8"}[train.method]
-    variant = mem.parse_variant(name, dtype=model.dtype, optimizer=train.optimizer, lora_r=model.lora.r)
+    variant = mem.parse_variant(
+        name,
+        dtype=model.dtype,
+        optimizer=train.optimizer,
+        lora_r=model.lora.r,
+        kbit_fp32_rest=model.quant.kbit_fp32_rest,
+    )
     return mem.checkpoint_bytes(mem.predict_memory(shape, variant, batch=1, seq=1), adapters=train.method != "full")
 
 

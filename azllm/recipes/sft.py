@@ -308,6 +308,7 @@ def model_kwargs(cfg: Config) -> dict:
         quant_type=m.quant.quant_type,
         double_quant=m.quant.double_quant,
         compute_dtype=m.quant.compute_dtype,
+        kbit_fp32_rest=m.quant.kbit_fp32_rest,
         gradient_checkpointing=cfg.sft.gradient_checkpointing,
     )
 

@@ -28,7 +28,7 @@ TRL does and what azllm adds, read in TRL 1.16's source:
   azllm builds it: ``model.lora``'s rank, alpha, rsLoRA and targets, and the rows of new tokens trainable
   (:func:`azllm.lora.new_rows_config`: ``trainable_token_indices`` or ``modules_to_save``, as after a vocabulary
   change: here the role tokens of azllm's template). QLoRA's base is quantized by
-  :func:`azllm.lora.quantize_model` (the CPU repack guard on), ``prepare_model_for_kbit_training`` runs before TRL
+  :func:`azllm.lora.quantize_model` (the CPU repack guard on), :func:`azllm.lora.prepare_kbit` runs before TRL
   wraps it, and :class:`azllm.callbacks.SafetyCallback` checks the 4-bit layers before training and after every
   evaluation. TRL casts QLoRA's adapter weights to bf16.
 - **Liger**: ``use_liger_kernel`` is deprecated in TRL 1.x (its replacement, ``model_init_kwargs={"use_kernels":
@@ -106,11 +106,12 @@ def prepare_model(
     quant_type: str = "nf4",
     double_quant: bool = True,
     compute_dtype: str = "bf16",
+    kbit_fp32_rest: bool = False,
     gradient_checkpointing: bool = False,
 ):
     """The model of an SFT run, before TRL wraps it: the base (safetensors, no remote code), the rows of
     ``new_token_ids`` added (:func:`azllm.sft.template.add_token_rows`), QLoRA's 4/8-bit quantization with the repack
-    guard and ``prepare_model_for_kbit_training``, and Liger's layer kernels (never its fused linear
+    guard and :func:`azllm.lora.prepare_kbit`, and Liger's layer kernels (never its fused linear
     cross-entropy). Returns ``(model, info)``.
 
     Why not :func:`azllm.assemble.assemble_model` (the assembly of pretraining, adaptation and the benchmark), whose
@@ -118,9 +119,9 @@ def prepare_model(
     itself from the ``peft_config`` it is given (:func:`lora_config`), so the assembly stops before LoRA; the new
     rows are the chat template's role tokens added to the base's own tokenizer, not a tokenizer fitted to a base
     (keep / extend / swap, :func:`azllm.assemble.fit_base`); and QLoRA needs peft's
-    ``prepare_model_for_kbit_training`` before TRL's wrapping rather than inside :func:`azllm.lora.apply_lora`."""
+    :func:`azllm.lora.prepare_kbit` before TRL's wrapping rather than inside :func:`azllm.lora.apply_lora`."""
     from ..assemble import load_base
-    from ..lora import quantize_model
+    from ..lora import prepare_kbit, quantize_model
     from ..model import apply_liger, count_parameters
     from ..utils import torch_dtype
     from .template import add_token_rows
@@ -137,13 +138,7 @@ def prepare_model(
             quant_type=quant_type,
             compute_dtype=torch_dtype(compute_dtype),
         )
-        from peft import prepare_model_for_kbit_training
-
-        model = prepare_model_for_kbit_training(
-            model,
-            use_gradient_checkpointing=gradient_checkpointing,
-            gradient_checkpointing_kwargs={"use_reentrant": False},
-        )
+        model = prepare_kbit(model, fp32_rest=kbit_fp32_rest, gradient_checkpointing=gradient_checkpointing)
     kernels = [k for k in liger if k != "fused_linear_cross_entropy"]
     liger_info = apply_liger(model, kernels) if kernels else {"requested": [], "applied": [], "available": None}
     if "fused_linear_cross_entropy" in liger:
