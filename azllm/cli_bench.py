@@ -79,6 +79,11 @@ def bench_parsers(b) -> None:
     g.add_argument("--params", default=str(REPO_ROOT / "params" / "gpu.yaml"))
     g.add_argument("--reports", default=str(REPO_ROOT / "reports"))
     g.add_argument("--dry-run", action="store_true", help="the same path on CPU with a tiny shape")
+    g.add_argument(
+        "--no-report",
+        action="store_true",
+        help="measure and write metrics.json only: no Jupyter needed (azllm results)",
+    )
     g.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these (default: benchmark.variants)")
 
 
@@ -248,7 +253,9 @@ def _bench_gpu(args) -> int:
     """``bench gpu``: notebook 04 with ``params/gpu.yaml`` (Llama-3.2-1B shape, seq 2048, bf16; < 8 min on one GPU)
     through the report runner into ``reports/gpu/``, then the measured table; ``--dry-run`` runs the same path on
     CPU with a tiny shape (the tests run it); ``--variants`` measures only those (names as
-    :func:`azllm.memory.parse_variant` reads them), the rest of the params as they are."""
+    :func:`azllm.memory.parse_variant` reads them), the rest of the params as they are; ``--no-report`` measures
+    without the notebook stack (:func:`azllm.recipes.benchmark.gpu_record`) and writes only ``metrics.json``, which
+    ``azllm results`` renders on any machine."""
     import json
     import time
 
@@ -256,8 +263,7 @@ def _bench_gpu(args) -> int:
 
     from .benchmark_tables import gpu_job_cost_lines, gpu_markdown_table
     from .config import load_params, read_yaml
-    from .recipes.benchmark import gpu_params
-    from .report import run_report
+    from .recipes.benchmark import gpu_params, gpu_record
 
     raw = gpu_params(read_yaml(args.params) or {}, dry_run=args.dry_run)
     if args.variants:
@@ -276,15 +282,21 @@ def _bench_gpu(args) -> int:
     params_path = reports / str(raw.get("run_name", "gpu")) / "bench_gpu.params.yaml"  # in the git-ignored run dir
     params_path.parent.mkdir(parents=True, exist_ok=True)
     params_path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    load_params(params_path)
+    cfg = load_params(params_path)
     t0 = time.time()
-    run_dir, ok = run_report(params_path, reports_dir=reports, notebooks=["04_benchmark"])
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    if args.no_report:
+        run_dir, ok = params_path.parent, True
+        metrics = gpu_record(cfg, params_path, run_dir)
+    else:
+        from .report import run_report
+
+        run_dir, ok = run_report(params_path, reports_dir=reports, notebooks=["04_benchmark"])
+        metrics = json.loads((run_dir / "metrics.json").read_text())
     if ok:
         print(gpu_markdown_table(metrics))
         print(gpu_job_cost_lines(metrics))
     print(
         f"azllm bench gpu: {'done' if ok else 'FAILED'} in {(time.time() - t0) / 60:.1f} min; report: "
-        f"{run_dir / 'index.html'}"
+        f"{run_dir / ('metrics.json' if args.no_report else 'index.html')}"
     )
     return 0 if ok else 1

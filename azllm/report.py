@@ -39,9 +39,10 @@ import yaml
 
 from .answers import headline
 from .config import Config, ParamsError, load_params
+from .recipes import run_metadata
 from .recipes import sources as _sources
 from .record import run_record
-from .utils import LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text, git_commit, machine_info, package_versions
+from .utils import LOG_ENV, REPO_ROOT, atomic_write_json, atomic_write_text
 
 __all__ = [
     "record",
@@ -179,25 +180,6 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
-
-
-def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
-    """Params, their hash, git commit, package versions, seed and machine of a run."""
-    from .recipes.paths import Paths
-
-    root = Paths(cfg).data_root
-    return {
-        "run_name": cfg.run_name,
-        "params_file": str(params_file) if params_file else None,
-        "params": cfg.to_dict(),
-        "params_hash": cfg.hash(),
-        "seed": cfg.seed,
-        "git_commit": git_commit(REPO_ROOT),
-        "packages": package_versions(),
-        "machine": machine_info(),
-        "data_root": str(root) if root else None,
-        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
 
 
 def _kernel_name() -> str:

@@ -225,17 +225,36 @@ def _benchmark(rec: Record) -> list[str]:
     rows = b.get("variants") or []
     if not rows:
         return []
+    pred = {r["variant"]: r for r in b.get("predicted_vs_measured") or []}  # recorded since the GPU record
+    took = f" The measurement took {b['seconds'] / 60:.1f} min." if b.get("seconds") else ""
+    against = " (min–max), each against the baseline; the memory model's peak over the measured" if pred else ""
     lines = heading(
         f"**Training techniques (04)** on {b.get('device')}, batch {b.get('batch')} x {b.get('seq')} tokens: medians "
-        "over rounds, each against the baseline.",
-        ["variant", "status", "tokens/s", "speed ratio", "peak MB", "memory ratio", "loss first → last"],
+        f"over rounds{against or ', each against the baseline'}.{took}",
+        [
+            "variant",
+            "status",
+            "tokens/s",
+            "speed ratio",
+            "peak MB",
+            "memory ratio",
+            *(["planner ÷ measured"] if pred else []),
+            "loss first → last",
+        ],
     )
-    lines.extend(
-        f"| {r['variant']} | {r.get('status')} | {cell(r.get('tokens_per_s_median'), '{:,.0f}')} | "
-        f"{cell(r.get('speed_ratio'), '{:.2f}')} | {cell(r.get('peak_mb_median'), '{:,.1f}')} | "
-        f"{cell(r.get('memory_ratio'), '{:.2f}')} | {cell(r.get('loss_first'))} → {cell(r.get('loss_last'))} |"
-        for r in rows
-    )
+    for r in rows:
+        spread = (
+            f" ({cell(r.get('tokens_per_s_min'), '{:,.0f}')}–{cell(r.get('tokens_per_s_max'), '{:,.0f}')})"
+            if pred and r.get("tokens_per_s_min") is not None
+            else ""
+        )
+        planner = [cell(pred.get(r["variant"], {}).get("predicted_over_measured"), "{:.2f}")] if pred else []
+        lines.append(
+            f"| {r['variant']} | {r.get('status')} | {cell(r.get('tokens_per_s_median'), '{:,.0f}')}{spread} | "
+            f"{cell(r.get('speed_ratio'), '{:.2f}')} | {cell(r.get('peak_mb_median'), '{:,.1f}')} | "
+            f"{cell(r.get('memory_ratio'), '{:.2f}')} | {''.join(p + ' | ' for p in planner)}"
+            f"{cell(r.get('loss_first'))} → {cell(r.get('loss_last'))} |"
+        )
     return [*lines, ""]
 
 

@@ -2,6 +2,7 @@
 fresh processes), and the options a user gives reaching the recipe while the rest keep the recipe's defaults."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -83,3 +84,68 @@ def test_gpu_entry_dry_run(tmp_path, monkeypatch, capsys):
     assert "| variant |" in p.stdout and "job: 1e+09 tokens on 1 x ml.p4d.24xlarge" in p.stdout
     assert "spot $" in p.stdout
     assert (tmp_path / "gpu-dry-run" / "04_benchmark.html").is_file()
+
+
+# What a CUDA image with torch, transformers, peft and the carried wheels lacks: the notebook stack and the data tools
+BARE_IMAGE_LACKS = (
+    "papermill nbformat nbconvert nbclient jupyter_client ipykernel ipython jupyterlab matplotlib pandas datasets "
+    "datatrove sentencepiece trl lm_eval sacrebleu ray sagemaker"
+).split()
+
+
+def _bare_python(where: Path) -> Path:
+    """A virtual environment at ``where`` whose site-packages holds this one's packages (symlinked) less
+    :data:`BARE_IMAGE_LACKS`, modules and metadata alike: a process started from it, and every child it starts
+    with ``sys.executable``, finds those packages not installed."""
+    import re
+    import site
+    import subprocess
+    import sys
+
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    here = Path(site.getsitepackages()[0])
+    there = next(where.glob("lib/python*/site-packages"))
+    lacks = {n.lower().replace("-", "_") for n in BARE_IMAGE_LACKS}
+    for entry in here.iterdir():
+        top = re.split(r"-\d", entry.name.lower())[0].removesuffix(".py").replace("-", "_")  # pandas-2.2.dist-info
+        if top.split(".")[0] not in lacks:
+            (there / entry.name).symlink_to(entry)
+    return where / "bin" / "python"
+
+
+@pytest.mark.slow  # a virtual environment and 3 fresh processes (~30 s on 2 idle cores)
+def test_the_gpu_run_measures_on_a_bare_image_and_renders_elsewhere(tmp_path):
+    """``python -m azllm bench gpu --dry-run --no-report`` where the notebook stack and the data tools are not
+    installed (as on a CUDA image with only torch, transformers and the carried wheels), the variants' fresh
+    processes included: it writes metrics.json, which ``azllm results`` then renders here, planner ratio and all."""
+    import subprocess
+
+    python = _bare_python(tmp_path / "bare")
+    env = {**__import__("os").environ, "AZLLM_ARTIFACTS": str(tmp_path / "art")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    for name in ("pandas", "papermill", "IPython"):  # the bare environment lacks them for real
+        gone = subprocess.run([str(python), "-c", f"import {name}"], capture_output=True, text=True, timeout=60)
+        assert gone.returncode != 0 and "No module named" in gone.stderr, name
+    cmd = [str(python), "-m", "azllm", "bench", "gpu", "--dry-run", "--no-report", "--reports", str(tmp_path)]
+    r = subprocess.run(
+        [*cmd, "--variants", "baseline", "qlora+ckpt"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    run = tmp_path / "gpu-dry-run"
+    doc = json.loads((run / "metrics.json").read_text())
+    rows = {r["variant"]: r for r in doc["metrics"]["benchmark"]["variants"]}
+    assert set(rows) == {"baseline", "qlora+ckpt"} and all(r["status"] == "ok" for r in rows.values()), rows
+    assert doc["run"]["params_hash"] and doc["run"]["packages"]["torch"] and not (run / "index.html").exists()
+    assert doc["run"]["packages"]["papermill"] is None  # the record says what the image had
+    assert "| variant |" in r.stdout and "qlora+ckpt" in r.stdout
+    from azllm.record import read_record
+    from azllm.results import markdown
+
+    page = markdown(read_record(run))
+    ratio = doc["metrics"]["benchmark"]["predicted_vs_measured"][1]["predicted_over_measured"]
+    assert "planner ÷ measured" in page and f"| {ratio:.2f} |" in page

@@ -46,7 +46,7 @@ import os
 from ..config import Config, load_params
 from ..utils import route_library_output
 
-__all__ = ["load", "setup"]
+__all__ = ["load", "setup", "run_metadata"]
 
 
 def load(params_file: str | os.PathLike | None, overrides: dict | None = None) -> Config:
@@ -93,3 +93,26 @@ def setup(params_file: str | os.PathLike, overrides: dict | None = None) -> Conf
     pd.set_option("styler.format.na_rep", "—")
     pd.set_option("display.float_format", significant)  # every table: the digits its numbers support
     return load(params_file, overrides)
+
+
+def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
+    """Params, their hash, git commit, package versions, seed and machine of a run: what every report and record
+    says of where it came from."""
+    import time
+
+    from ..utils import REPO_ROOT, git_commit, machine_info, package_versions
+    from .paths import Paths
+
+    root = Paths(cfg).data_root
+    return {
+        "run_name": cfg.run_name,
+        "params_file": str(params_file) if params_file else None,
+        "params": cfg.to_dict(),
+        "params_hash": cfg.hash(),
+        "seed": cfg.seed,
+        "git_commit": git_commit(REPO_ROOT),
+        "packages": package_versions(),
+        "machine": machine_info(),
+        "data_root": str(root) if root else None,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

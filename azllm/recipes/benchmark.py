@@ -47,6 +47,7 @@ __all__ = [
     "methods_benchmark",
     "overhead_benchmark",
     "gpu_params",
+    "gpu_record",
     "GPU_DRY_RUN",
 ]
 
@@ -601,3 +602,25 @@ def benchmark_record(bench: dict, variants: list[dict], predicted: list[dict], c
         "cheapest_variant": _winner(cost, "usd_per_billion_tokens", lowest=True),
         "results": [{k: v for k, v in r.items() if k != "traceback"} for r in bench["results"]],
     }
+
+
+def gpu_record(cfg: Config, params_file: str | os.PathLike | None, out_dir: str | os.PathLike) -> dict:
+    """The training benchmark measured without the notebook stack (``azllm bench gpu --no-report``: a CUDA image
+    with torch and transformers, no Jupyter, pandas or matplotlib): every number notebook 04 records in its section
+    ``benchmark`` (:func:`benchmark_record`, the fit plan, the whole-job estimate), with the run's metadata
+    (:func:`azllm.recipes.run_metadata`), written to ``out_dir/metrics.json`` and returned. ``azllm results`` renders
+    it on any machine, and ``--record`` keeps it (for example ``docs/gpu.json``)."""
+    import time
+
+    from ..utils import atomic_write_json
+    from . import run_metadata
+
+    t0, out = time.time(), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    res = training_benchmark(cfg, out)
+    variants, predicted = variant_rows(res), prediction_rows(res)
+    record = benchmark_record(res, variants, predicted, cost_rows(cfg, res), fit_rows(cfg, device="cuda"))
+    record.update(job=cfg.benchmark.job.model_dump(), job_cost=job_cost_rows(cfg, res), seconds=time.time() - t0)
+    doc = {"run": run_metadata(cfg, params_file), "notebooks": [], "artifacts": {}, "metrics": {"benchmark": record}}
+    atomic_write_json(out / "metrics.json", doc)
+    return doc
