@@ -183,10 +183,11 @@ RECIPE_IMPORTS = {
     "adapt": {"paths", "sources", "tokenizers", "tokens", "train"},
     "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
     "judge": {"paths"},  # the held-out answers and their judgement, the same for every stage that answers
-    "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "tasks"},
+    "stages": {"paths"},  # the completeness markers a later stage finds its input by
+    "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "stages", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
     "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
-    "prefer": {"judge", "paths", "sft", "sources", "specs"},
+    "prefer": {"judge", "paths", "sft", "sources", "specs", "stages"},
     "controls": {"adapt", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},

@@ -172,6 +172,10 @@ class Paths:
     def launch(self) -> Path:
         return self.artifacts / "launch"
 
+    def stage_done(self, stage: str) -> Path:
+        """The completeness marker of a finished stage's output (:mod:`azllm.recipes.stages`)."""
+        return self.artifacts / "stages" / f"{stage}.json"
+
     def report(self, reports_dir: str | os.PathLike = "reports") -> Path:
         """The run's pages and metrics.json."""
         return Path(reports_dir) / self.run_name

@@ -2,8 +2,9 @@
 
 Reads ``preference`` (and, through the SFT recipe, ``sft``, ``model``, ``data`` and ``evaluate.z``).
 
-1. **The model** (:func:`preference_base`): ``preference.base``, else this run's SFT export (``azllm sft`` makes it
-   first when missing), with its chat template.
+1. **The model** (:func:`preference_base`): ``preference.base``, else this run's SFT export, found by its marker
+   (:mod:`azllm.recipes.stages`: nothing of adaptation or SFT is loaded when it exists for these params; ``azllm
+   sft`` makes it first when missing), with its chat template.
 2. **The pairs** (:func:`preference_data`): the user's (``preference.sources``, checked), and, with
    ``preference.build``, pairs built from the SFT data: the reference answers of up to ``build_prompts`` training
    conversations of ``build_sources`` chosen over the SFT model's own greedy answers (on-policy), and native
@@ -56,7 +57,13 @@ def preference_base(cfg: Config, show=print) -> str:
     """The model preference tuning starts from (module docstring, step 1)."""
     if cfg.preference.base:
         return cfg.preference.base
+    from . import stages
     from .sft import sft_command
+
+    done = stages.finished(cfg, "sft")
+    if done is not None:
+        show(f"prefer: this run's SFT export, found by its marker: {done['artifact']}")
+        return done["artifact"]
 
     r = sft_command(cfg, show=show)
     if r.get("interrupted") or not r.get("export"):

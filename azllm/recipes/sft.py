@@ -31,6 +31,7 @@ from pathlib import Path
 from ..config import Config, deep_update
 from ..sft.data import SftData
 from ..sft.template import Template
+from . import stages
 from .judge import decoding, scored_answers
 from .paths import Paths, run_name
 from .sources import resolve
@@ -603,4 +604,6 @@ def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
                     shutil.copy(Path(r["output_dir"]) / name, Path(sm["output_dir"]) / name)
         show(f"sft: merged export in {folder}")
         r = {**r, "export": str(folder)}
+        if sm is None:
+            stages.mark(cfg, "sft", folder, results=str(Path(r["output_dir"]) / "results.json"))
     return r

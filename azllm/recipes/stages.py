@@ -1,0 +1,60 @@
+"""Stages chained by their artifacts, not by their calls.
+
+A stage that finishes writes a completeness marker (:meth:`azllm.recipes.paths.Paths.stage_done`:
+``artifacts/<run>/stages/<stage>.json``) naming its output and the hash of the params it was made with
+(:func:`mark`). A later stage looks for its input by that marker first (:func:`finished`): preference tuning on a
+run whose SFT export exists opens that folder and loads nothing of adaptation or SFT. A marker counts only for the
+same params (their hash) and while its output is still there and complete (a model folder with its
+``config.json``); otherwise the later stage builds its input as before, and that run writes the marker again.
+
+Decision: the whole params hash, not the sections a stage reads: a stale output is never taken for a changed run,
+and a rebuild goes through the stage's own caches (finished runs by key), so it costs the loading, not the training.
+
+>>> from azllm.config import load_params
+>>> finished(load_params(None, overrides={"run_name": "nothing-here"}), "sft") is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..config import Config
+from .paths import Paths
+
+__all__ = ["ORDER", "mark", "finished"]
+
+ORDER = ("corpus", "tokenizers", "tokens", "train", "adapt", "evaluate", "sft", "distill", "deploy", "preference")
+"""The stages in the order a run makes them (notebooks 00-09; preference tuning last, after SFT)."""
+
+
+def _check(stage: str) -> None:
+    if stage not in ORDER:
+        raise ValueError(f"unknown stage {stage!r}; the stages: {', '.join(ORDER)}")
+
+
+def mark(cfg: Config, stage: str, artifact: str | os.PathLike, **facts) -> Path:
+    """Write the completeness marker of ``stage``: its output ``artifact``, the params hash and ``facts``
+    (JSON values); returns the marker's path."""
+    from ..utils import atomic_write_json
+
+    _check(stage)
+    path = Paths(cfg).stage_done(stage)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"stage": stage, "params_hash": cfg.hash(), "artifact": str(Path(artifact).resolve()), **facts}
+    atomic_write_json(path, record)
+    return path
+
+
+def finished(cfg: Config, stage: str) -> dict | None:
+    """The marker of ``stage`` for these params while its output is complete, else None."""
+    _check(stage)
+    try:
+        record = json.loads(Paths(cfg).stage_done(stage).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    out = Path(record.get("artifact") or "")
+    complete = out.is_dir() and (out / "config.json").is_file() if out.suffix == "" else out.is_file()
+    return record if record.get("params_hash") == cfg.hash() and complete else None
