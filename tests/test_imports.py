@@ -180,13 +180,13 @@ RECIPE_IMPORTS = {
     "tokens": {"corpus", "paths", "sources", "tokenizers"},
     "train": {"paths", "specs", "tokens"},
     "benchmark": {"adapt", "paths", "sources", "specs", "tokens", "train"},
-    "adapt": {"paths", "sources", "tokenizers", "tokens", "train"},
+    "adapt": {"paths", "sources", "stages", "tokenizers", "tokens", "train"},
     "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
     "judge": {"paths"},  # the held-out answers and their judgement, the same for every stage that answers
-    "stages": {"paths"},  # the completeness markers a later stage finds its input by
+    "stages": {"paths"},  # the markers a later stage finds its input by; builders by name (importlib), not import
     "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "stages", "tasks"},
-    "distill": {"adapt", "evaluate", "paths", "sources", "specs", "tokens", "train", "sft"},
-    "deploy": {"adapt", "distill", "evaluate", "paths", "sft", "sources"},
+    "distill": {"adapt", "evaluate", "paths", "sources", "specs", "stages", "tokens", "train"},
+    "deploy": {"adapt", "evaluate", "paths", "sft", "sources", "stages"},
     "prefer": {"judge", "paths", "sft", "sources", "specs", "stages"},
     "controls": {"adapt", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},

@@ -16,7 +16,7 @@ Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
 - :func:`tokenizer_rows`, :func:`run_row`, :func:`runs_record`: what notebook 05 shows and records, and
   :func:`best_run`, the winner (the lowest Azerbaijani bits per byte) that the index and notebook 07 use;
 - :func:`run_study`: the study loop (base -> documents -> each way's tokenizer -> each way x method's run), the one
-  place notebooks 05 and 06 and the SFT base (:func:`azllm.recipes.sft.base_folder`) get it from. Every step is
+  place notebooks 05 and 06 and :func:`adapted_base` (the stage's output for SFT) get it from. Every step is
   cached on disk (tokenizers by their inputs, runs by :func:`azllm.train.run_key`), so a second call returns what
   the first one made.
 
@@ -58,6 +58,7 @@ __all__ = [
     "run_row",
     "runs_record",
     "export_run",
+    "adapted_base",
     "gguf_base",
 ]
 
@@ -355,6 +356,35 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
     out = export_model(model, tok.path, folder)
     atomic_write_json(marker, record)
     return out
+
+
+def adapted_base(cfg: Config, *, show=lambda line: None) -> Path:
+    """The adaptation stage's output for what comes after it (SFT, distillation's ``adapt`` teacher): the study's
+    runs (:func:`run_study`, cached), the winner (:func:`best_run`) exported (:func:`export_run`), and the stage's
+    marker (:func:`azllm.recipes.stages.mark`) holding the folder and ``note``: how it was chosen and every run's
+    Azerbaijani bits per byte. Later stages reach it through :func:`azllm.recipes.stages.require`."""
+    from . import stages
+
+    study = run_study(cfg)
+    if study.stopped():
+        raise stages.StageError(
+            f"adaptation run(s) {', '.join(study.stopped())} were interrupted by a signal (a complete "
+            "checkpoint was written): run again to resume them, then the base is chosen"
+        )
+    best = best_run(study.runs)
+    folder = export_run(cfg, best, study.base, study.base_tok, study.toks[best["way"]])
+    note = {
+        "base": str(folder),
+        "how": "notebook 05's adapted base",
+        "way": best["way"],
+        "method": best["method"],
+        "az_bpb": best["final"][best["az_set"]]["bpb"],
+        "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
+        "runs": {run_name(r["way"], r["method"]): r["final"][r["az_set"]]["bpb"] for r in study.runs},
+    }
+    show(f"adapt: the chosen base {run_name(best['way'], best['method'])} in {folder}")
+    stages.mark(cfg, "adapt", folder, note=note)
+    return folder
 
 
 EXPORT_FORMAT = 2

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..config import Config, derive
+from ..config import Config
 from ..deploy import DeployRecord
 from .paths import Paths
 from .sources import resolve
@@ -41,20 +41,20 @@ __all__ = [
 
 def model_folders(cfg: Config, distilled: dict | None = None) -> dict[str, str]:
     """``{name: folder}`` of ``deploy.models``; ``distilled``: :func:`azllm.recipes.distill.run_distill`'s result
-    when the caller has it (else the study is run, cached)."""
+    when the caller has it, else the ``distill`` and ``sft`` stages' outputs (:func:`azllm.recipes.stages.require`:
+    found by their markers, or built once)."""
+    from . import stages
+
     out = {}
     for name in cfg.deploy.models:
         if name in ("student", "baseline", "teacher"):
             if distilled is None:
-                from .distill import run_distill
-
-                distilled = run_distill(cfg)
+                done = stages.require(cfg, "distill")
+                distilled = {"teacher": {"folder": done["teacher"]}, "exports": done["exports"]}
             key = {"student": "kd", "baseline": "ce"}.get(name)
             out[name] = distilled["teacher"]["folder"] if name == "teacher" else distilled["exports"][key]
         elif name == "sft":
-            from .distill import teacher_folder
-
-            out[name] = teacher_folder(derive(cfg, distill={"teacher": "sft"}))[0]
+            out[name] = stages.require(cfg, "sft")["artifact"]
         else:
             out[Path(name).name] = name
     return out

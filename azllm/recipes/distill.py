@@ -4,7 +4,7 @@ model, against the same student on cross-entropy alone and against the teacher.
 Reads ``distill`` (and ``train`` for the rest of the loop, ``adapt`` for the text, ``evaluate`` for the scores):
 
 - :func:`teacher_folder`: ``distill.teacher``: ``adapt`` (the adaptation run with the lowest Azerbaijani bits per
-  byte, exported: :func:`azllm.recipes.sft.base_folder`'s choice), ``sft`` (notebook 07's export) or a folder;
+  byte, exported: the ``adapt`` stage's output), ``sft`` (notebook 07's export) or a folder;
 - :func:`distill_config`: the runs' config: the teacher's tokenizer, token files of the adaptation study's
   Azerbaijani text (``distill.train_bytes``) encoded with it, evaluated on the first Azerbaijani eval set and on
   held-out English (as notebook 05), the ``distill`` fields laid over ``train``'s;
@@ -49,22 +49,24 @@ __all__ = [
 
 
 def teacher_folder(cfg: Config) -> tuple[str, dict]:
-    """``(folder or hub id, note)`` of ``distill.teacher`` (module docstring)."""
-    from . import sft
+    """``(folder or hub id, note)`` of ``distill.teacher`` (module docstring): ``adapt`` and ``sft`` are those stages'
+    outputs (:func:`azllm.recipes.stages.require`: found by their markers, or built once)."""
+    from . import stages
 
     t = cfg.distill.teacher
     if t == "adapt":
-        folder, note = sft.base_folder(derive(cfg, sft={"base": None}))
-        return folder, {**note, "how": "the adaptation run with the lowest Azerbaijani bits per byte"}
+        done = stages.require(cfg, "adapt")
+        how = "the adaptation run with the lowest Azerbaijani bits per byte"
+        return done["artifact"], {**done["note"], "base": done["artifact"], "how": how}
     if t == "sft":
-        base, note = sft.base_folder(cfg)
-        tok, template = sft.sft_tokenizer(cfg, base)
-        data = sft.sft_data(cfg, tok)
-        result = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
-        folder = Path(result["output_dir"]) / "export"
-        if not (folder / "config.json").is_file():
-            folder = sft.export_sft(cfg, result, base=base, tokenizer=tok, template=template)
-        return str(folder), {"base": str(folder), "how": "notebook 07's instruction-tuned export", "sft_base": note}
+        done = stages.require(cfg, "sft")
+        adapted = stages.finished(cfg, "adapt")
+        base_note = {**adapted["note"], "base": adapted["artifact"]} if adapted and not cfg.sft.base else None
+        return done["artifact"], {
+            "base": done["artifact"],
+            "how": "notebook 07's instruction-tuned export",
+            "sft_base": base_note or {"base": done.get("base"), "how": "sft.base" if cfg.sft.base else "its marker"},
+        }
     return t, {"base": t, "how": "distill.teacher"}
 
 
@@ -277,10 +279,12 @@ def score_models(cfg: Config, folders: dict[str, str]) -> dict[str, dict]:
     return out
 
 
-def run_distill(cfg: Config, *, progress: bool = True) -> dict:
+def run_distill(cfg: Config, *, progress: bool = True, show=lambda line: None) -> dict:
     """The whole study (module docstring): ``{"teacher": {"folder", "note", "eval"}, "runs": {"kd", "ce"},
-    "exports": {"kd", "ce"}, "scores": {"teacher", "kd", "ce"}, "kd_vs_ce": rows, "kd_vs_teacher": rows}``."""
-    from . import evaluate
+    "exports": {"kd", "ce"}, "scores": {"teacher", "kd", "ce"}, "kd_vs_ce": rows, "kd_vs_teacher": rows}``.
+    With exports, the stage's marker (:func:`azllm.recipes.stages.mark`) names the KD student's folder and holds
+    the teacher's and every export's, for deployment (:func:`azllm.recipes.stages.require`)."""
+    from . import evaluate, stages
 
     teacher, note = teacher_folder(cfg)
     runs = {"kd": distill_run(cfg, teacher, kd=True, progress=progress)}
@@ -301,6 +305,9 @@ def run_distill(cfg: Config, *, progress: bool = True) -> dict:
         out["kd_vs_ce"] = evaluate.pair_rows(cfg, scores["ce"], scores["kd"])
     if "kd" in scores:
         out["kd_vs_teacher"] = evaluate.pair_rows(cfg, scores["teacher"], scores["kd"])
+    if exports:
+        stages.mark(cfg, "distill", exports["kd"], teacher=str(teacher), exports=exports)
+        show(f"distill: the students in {', '.join(exports.values())}")
     return out
 
 

@@ -58,17 +58,8 @@ def preference_base(cfg: Config, show=print) -> str:
     if cfg.preference.base:
         return cfg.preference.base
     from . import stages
-    from .sft import sft_command
 
-    done = stages.finished(cfg, "sft")
-    if done is not None:
-        show(f"prefer: this run's SFT export, found by its marker: {done['artifact']}")
-        return done["artifact"]
-
-    r = sft_command(cfg, show=show)
-    if r.get("interrupted") or not r.get("export"):
-        raise RuntimeError("the SFT stage did not finish with an export (sft.export: true); run `azllm sft` first")
-    return r["export"]
+    return stages.require(cfg, "sft", show=show)["artifact"]
 
 
 def user_pairs(cfg: Config) -> list[dict]:

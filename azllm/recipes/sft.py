@@ -4,10 +4,9 @@ base with its chat template -> TRL's ``SFTTrainer`` -> held-out loss, answers an
 Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``model.dtype`` / ``model.liger``,
 ``data.eval``, ``seed``; for the stand-in base, ``adapt`` through :mod:`azllm.recipes.adapt`).
 
-- :func:`base_folder`: ``sft.base``, else the adapted base of notebook 05: every way x method of the
-  adaptation study (each returned as is when notebook 05 already trained it), the one with the lowest Azerbaijani
-  bits per byte (:func:`best_adapt_run`; the evaluation recipe's tasks are not used for the choice), exported as
-  one folder;
+- :func:`base_folder`: ``sft.base``, else the adaptation stage's output, found by its marker or built once
+  (:func:`azllm.recipes.stages.require`): the way x method of notebook 05 with the lowest Azerbaijani bits per byte
+  (:func:`best_adapt_run`; the evaluation recipe's tasks are not used for the choice), exported as one folder;
 - :func:`sft_tokenizer`: the base's tokenizer with the chat template of training (:mod:`azllm.sft.template`);
 - :func:`sft_data`: every ``sft.sources`` entry read (:mod:`azllm.sft.data`), cleaned and deduplicated
   (:mod:`azllm.sft.clean`), the held-out split drawn, decontaminated (:mod:`azllm.sft.decontaminate`), length-limited;
@@ -33,7 +32,7 @@ from ..sft.data import SftData
 from ..sft.template import Template
 from . import stages
 from .judge import decoding, scored_answers
-from .paths import Paths, run_name
+from .paths import Paths
 from .sources import resolve
 from .tasks import decontamination_sets
 
@@ -93,33 +92,14 @@ def best_adapt_run(results: list[dict]) -> dict:
     return best_run(results)
 
 
-def base_folder(cfg: Config) -> tuple[str, dict]:
-    """``(base folder or hub id, note)``: ``sft.base``, or the adapted base of notebook 05 (module
-    docstring). ``note`` says which and why."""
+def base_folder(cfg: Config, *, show=lambda line: None) -> tuple[str, dict]:
+    """``(base folder or hub id, note)``: ``sft.base``, or the adaptation stage's output (notebook 05's winner,
+    :func:`azllm.recipes.adapt.adapted_base`, through :func:`azllm.recipes.stages.require`: its marker when this
+    run has one). ``note`` says which and why."""
     if cfg.sft.base:
         return cfg.sft.base, {"base": cfg.sft.base, "how": "sft.base"}
-    from . import adapt
-
-    study = adapt.run_study(cfg)
-    results, base, base_tok, toks = study.runs, study.base, study.base_tok, study.toks
-    if study.stopped():
-        raise RuntimeError(
-            f"adaptation run(s) {', '.join(study.stopped())} were interrupted by a signal (a complete "
-            "checkpoint was written): run again to resume them, then the base is chosen"
-        )
-    best = best_adapt_run(results)
-    folder = Paths(cfg).adapt_export(best["way"], best["method"])
-    if not (folder / "config.json").is_file():
-        folder = adapt.export_run(cfg, best, base, base_tok, toks[best["way"]])
-    return str(folder), {
-        "base": str(folder),
-        "how": "notebook 05's adapted base",
-        "way": best["way"],
-        "method": best["method"],
-        "az_bpb": best["final"][best["az_set"]]["bpb"],
-        "chosen_by": f"lowest {best['az_set']} bits per byte of the adaptation runs",
-        "runs": {run_name(r["way"], r["method"]): r["final"][r["az_set"]]["bpb"] for r in results},
-    }
+    done = stages.require(cfg, "adapt", show=show)
+    return done["artifact"], {**done["note"], "base": done["artifact"]}
 
 
 def load_base_tokenizer(base: str):
@@ -413,7 +393,9 @@ def export_sft(
     cfg: Config, result: dict, *, base: str, tokenizer, template: Template, out_dir: str | os.PathLike | None = None
 ) -> Path:
     """The run as one merged standalone folder (:func:`azllm.export.export_model`: safetensors, the tokenizer and
-    its chat template) with a generation config that stops at the end-of-turn token."""
+    its chat template) with a generation config that stops at the end-of-turn token. Written into the run's own
+    folder (no ``out_dir``), it is the SFT stage's output: its marker is written (:func:`azllm.recipes.stages.mark`),
+    which preference tuning and distillation's ``sft`` teacher find it by."""
     from transformers import GenerationConfig
 
     from ..export import export_model
@@ -427,6 +409,8 @@ def export_sft(
         pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0],
         do_sample=False,
     ).save_pretrained(str(folder))
+    if not out_dir:
+        stages.mark(cfg, "sft", folder, results=str(Path(result["output_dir"]) / "results.json"), base=str(base))
     return folder
 
 
@@ -570,7 +554,7 @@ def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
     sm = sagemaker.job_paths(environ)
     if sm is not None and sm.get("data"):
         cfg = Config.model_validate(deep_update(cfg.to_dict(), {"data": {"root": sm["data"]}}))
-    base, note = base_folder(cfg)
+    base, note = base_folder(cfg, show=show)
     tok, template = sft_tokenizer(cfg, base)
     data = sft_data(cfg, tok)
     show(
@@ -604,6 +588,4 @@ def sft_command(cfg: Config, *, environ=None, show=print) -> dict:
                     shutil.copy(Path(r["output_dir"]) / name, Path(sm["output_dir"]) / name)
         show(f"sft: merged export in {folder}")
         r = {**r, "export": str(folder)}
-        if sm is None:
-            stages.mark(cfg, "sft", folder, results=str(Path(r["output_dir"]) / "results.json"))
     return r

@@ -1,5 +1,11 @@
 """Stages chained by their artifacts, not by their calls.
 
+A stage that needs another's output asks for it here (:func:`require`), the one place that knows which function
+builds each stage's output (:data:`BUILDERS`); no stage's command calls another stage's command (a test walks the call
+graph of ``azllm/recipes``). The model stages are chained this way: adaptation's chosen base (``adapt``) -> SFT's
+export (``sft``) -> preference tuning, and the distilled students (``distill``) -> deployment. The data stages
+(corpus -> tokenizers -> token files -> training) are content-keyed caches that the later stages open directly.
+
 A stage that finishes writes a completeness marker (:meth:`azllm.recipes.paths.Paths.stage_done`:
 ``artifacts/<run>/stages/<stage>.json``) naming its output and the hash of the params it was made with
 (:func:`mark`). A later stage looks for its input by that marker first (:func:`finished`): preference tuning on a
@@ -24,10 +30,23 @@ from pathlib import Path
 from ..config import Config
 from .paths import Paths
 
-__all__ = ["ORDER", "mark", "finished"]
+__all__ = ["ORDER", "BUILDERS", "StageError", "mark", "finished", "require"]
 
 ORDER = ("corpus", "tokenizers", "tokens", "train", "adapt", "evaluate", "sft", "distill", "deploy", "preference")
 """The stages in the order a run makes them (notebooks 00-09; preference tuning last, after SFT)."""
+
+
+BUILDERS = {
+    "adapt": ("azllm.recipes.adapt", "adapted_base", "adapt.ways x adapt.methods must not be empty"),
+    "sft": ("azllm.recipes.sft", "sft_command", "sft.export must be true; run `azllm sft PARAMS` to see why"),
+    "distill": ("azllm.recipes.distill", "run_distill", "distill.export must be true"),
+}
+"""``{stage: (module, function, what it needs to leave its output)}``: the function that builds the stage's output
+and marks it (:func:`mark`), called as ``function(cfg, show=show)``."""
+
+
+class StageError(RuntimeError):
+    """A stage's builder returned without leaving its output (interrupted by a signal, or its params turn it off)."""
 
 
 def _check(stage: str) -> None:
@@ -58,3 +77,27 @@ def finished(cfg: Config, stage: str) -> dict | None:
     out = Path(record.get("artifact") or "")
     complete = out.is_dir() and (out / "config.json").is_file() if out.suffix == "" else out.is_file()
     return record if record.get("params_hash") == cfg.hash() and complete else None
+
+
+def require(cfg: Config, stage: str, *, show=lambda line: None) -> dict:
+    """The marker of ``stage`` for these params (:func:`finished`); when there is none, the stage's builder
+    (:data:`BUILDERS`) makes its output once, then its marker is read. ``show`` gets one line saying which.
+    A builder that leaves no output raises :class:`StageError`, naming what the stage needs."""
+    import importlib
+
+    done = finished(cfg, stage)
+    if done is not None:
+        show(f"{stage}: this run's output, found by its marker: {done['artifact']}")
+        return done
+    if stage not in BUILDERS:
+        raise ValueError(f"stage {stage!r} has no builder; the stages that do: {', '.join(BUILDERS)}")
+    module, name, needs = BUILDERS[stage]
+    show(f"{stage}: no finished output for these params; building it ({module}.{name})")
+    getattr(importlib.import_module(module), name)(cfg, show=show)
+    done = finished(cfg, stage)
+    if done is None:
+        raise StageError(
+            f"the {stage} stage finished without its output ({needs}; a run interrupted by a signal resumes when "
+            "run again)"
+        )
+    return done
