@@ -108,7 +108,7 @@ def _bench_peers(args) -> int:
     from .recipes.scale import parse_size, peers_benchmark
 
     cfg = load(args.params)
-    out = Path(args.out) if args.out else Paths(cfg).artifacts / "scale"
+    out = Path(args.out) if args.out else Paths.of(cfg).artifacts / "scale"
     record = peers_benchmark(cfg, parse_size(args.size), out, rounds=args.rounds)
     print(f"token files on {record['size']} of generated text, {record['cores']} cores, {record['rounds']} rounds")
     for peer, s in record["peers"].items():
@@ -130,7 +130,7 @@ def _bench_scale(args) -> int:
     from .tables import format_scale_benchmark
 
     cfg = load(args.params)
-    out = Path(args.out) if args.out else Paths(cfg).artifacts / "scale"
+    out = Path(args.out) if args.out else Paths.of(cfg).artifacts / "scale"
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     record = scale_benchmark(cfg, sizes, out, stages=tuple(args.stages.split(",")))
     print(format_scale_benchmark(scale_rows(record), growth_rows(record)))
@@ -207,7 +207,7 @@ def _bench_encoder(args) -> int:
     from .tables import format_encoder_benchmark
 
     cfg = load(args.params, overrides={"tokens": {"benchmark": {"quick": True}}} if args.quick else None)
-    out = Path(args.out) if args.out else Paths(cfg).artifacts / "tokens_benchmark.json"
+    out = Path(args.out) if args.out else Paths.of(cfg).artifacts / "tokens_benchmark.json"
     print(format_encoder_benchmark(encoder_benchmark(cfg, main_tokenizer(cfg), out_json=out)))
     print(f"\nwrote {out}")
     return 0

@@ -40,7 +40,7 @@ from azllm.recipes import corpus, sources, tokenizers
 from azllm.recipes.paths import Paths
 
 cfg = recipes.setup(params_file)
-paths = Paths(cfg)
+paths = Paths.of(cfg)
 raw = sources.resolve(cfg, cfg.data.train)
 report.record_inputs(out_dir, "train", raw)
 print("data root:", paths.data_root or "none (hub sources)", "| input:", raw.describe())

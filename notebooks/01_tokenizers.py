@@ -42,7 +42,7 @@ from azllm.tokenizer import load_tokenizer
 
 cfg = recipes.setup(params_file)
 train_src = tokenizers.training_source(cfg)
-print("data root:", Paths(cfg).data_root or "none (hub sources)", "| training corpus:", train_src.describe())
+print("data root:", Paths.of(cfg).data_root or "none (hub sources)", "| training corpus:", train_src.describe())
 report.record_inputs(out_dir, "train", train_src)
 
 # %% [markdown]

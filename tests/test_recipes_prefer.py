@@ -46,9 +46,13 @@ def _params(tmp_path, base) -> "Path":  # noqa: F821
 
 
 def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path, monkeypatch, capsys):
+    from azllm.recipes.paths import Paths
+
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
-    params = _params(tmp_path, tiny_base)
+    params, built, init = _params(tmp_path, tiny_base), [], Paths.__init__
+    monkeypatch.setattr(Paths, "__init__", lambda self, cfg: built.append(cfg.run_name) or init(self, cfg))
     assert main(["prefer", str(params)]) == 0
+    assert built == ["prefer"]  # one Paths for the whole run: every recipe asks Paths.of, none rebuilds it
     out = capsys.readouterr().out
     record = json.loads(open(out.strip().splitlines()[-1]).read())
     assert record["method"] == "dpo" and record["run"]["steps"] == 4

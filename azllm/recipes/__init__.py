@@ -103,7 +103,7 @@ def run_metadata(cfg: Config, params_file: str | os.PathLike | None) -> dict:
     from ..utils import REPO_ROOT, git_commit, machine_info, package_versions
     from .paths import Paths
 
-    root = Paths(cfg).data_root
+    root = Paths.of(cfg).data_root
     return {
         "run_name": cfg.run_name,
         "params_file": str(params_file) if params_file else None,

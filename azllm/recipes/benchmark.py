@@ -158,7 +158,7 @@ def training_benchmark(cfg: Config, out_dir: str | os.PathLike | None = None) ->
     from ..utils import atomic_write_json
 
     b = cfg.benchmark
-    work = Paths(cfg).bench
+    work = Paths.of(cfg).bench
     work.mkdir(parents=True, exist_ok=True)
     need = bt.tokens_needed(
         untimed_steps=b.untimed_steps,
@@ -316,7 +316,7 @@ def methods_benchmark(
         "rounds": rounds,
         "steps": steps,
         "machine": machine_info(),
-        "path": str(Paths(cfg).methods_bench.with_suffix(".json")),
+        "path": str(Paths.of(cfg).methods_bench.with_suffix(".json")),
     }
     atomic_write_json(out["path"], out)
     return out
@@ -374,7 +374,7 @@ def overhead_benchmark(
         threads=threads,
         timeout_s=3600,
     )
-    res["path"] = str(Paths(cfg).overhead_bench.with_name(f"{name}.json"))
+    res["path"] = str(Paths.of(cfg).overhead_bench.with_name(f"{name}.json"))
     atomic_write_json(res["path"], {**res, "machine": machine_info()})
     return res
 

@@ -48,7 +48,7 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
     cores = os.cpu_count() or 1
     return clean_corpus(
         [resolve(cfg, cfg.data.train)],
-        Paths(cfg).corpus_root,
+        Paths.of(cfg).corpus_root,
         eval_lines=held_out_lines(cfg),
         languages=settings.languages,
         quality=settings.quality.model_dump(),
@@ -90,7 +90,7 @@ def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
     from ..corpus.mix import SeenShingles, expected_3grams
 
     mix = cfg.corpus.mix
-    folder = Paths(cfg).corpus(manifest["key"])
+    folder = Paths.of(cfg).corpus(manifest["key"])
     sizes = {k: v.get("kept_bytes", 0) for k, v in manifest["counts"]["by_source"].items() if k != "total"}
     caps = _known_names(mix.caps, sizes, "caps")
     weights = _known_names(mix.weights, sizes, "weights")
@@ -127,7 +127,7 @@ def clean_documents(cfg: Config, manifest: dict) -> list[str]:
     """Every document the corpus stage kept, in input order (before the mix)."""
     from ..corpus import in_input_order
 
-    return [r["text"] for r in in_input_order(Paths(cfg).corpus(manifest["key"]) / "clean")]
+    return [r["text"] for r in in_input_order(Paths.of(cfg).corpus(manifest["key"]) / "clean")]
 
 
 def corpus_source(cfg: Config) -> azdata.Resolved:

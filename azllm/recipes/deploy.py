@@ -123,7 +123,7 @@ def deploy_model(
     from ..utils import json_hash, weights_id
 
     d = cfg.deploy
-    out = Path(out_dir) if out_dir else Paths(cfg).deploy / name
+    out = Path(out_dir) if out_dir else Paths.of(cfg).deploy / name
     sets, texts = parity_sets(cfg), quality_texts(cfg)
     key = json_hash(
         {

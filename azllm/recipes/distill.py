@@ -83,7 +83,7 @@ def distill_config(cfg: Config, teacher: str) -> Config:
             "train": {**cfg.data.train.model_dump(), "max_bytes": d.train_bytes or a.az_train_bytes},
             "eval": {az: cfg.data.eval[az].model_dump(), adapt.EN_SET: a.english_eval.model_dump()},
         },
-        tokens={"tokenizer": str(teacher), "dir": str(Paths(cfg).distill / "tokens")},
+        tokens={"tokenizer": str(teacher), "dir": str(Paths.of(cfg).distill / "tokens")},
         model={"base": None},
         train={**own, "eval_on_start": True, "compare": [], "rows_only_steps": 0},
         corpus={"enabled": False},
@@ -163,7 +163,7 @@ def distill_run(cfg: Config, teacher: str, *, kd: bool = True, progress: bool = 
         data={k: read_header(data[k]).get("key") for k in ("train", "val")},
         eval_sets=sorted(data["dev"]),
     )
-    out = Paths(cfg).distill / f"{'kd' if kd else 'ce'}-{key}"
+    out = Paths.of(cfg).distill / f"{'kd' if kd else 'ce'}-{key}"
     done = finished_result(out, key)
     if done is not None:
         return done
@@ -212,7 +212,7 @@ def teacher_eval(cfg: Config, teacher: str) -> dict:
     cfg_d = distill_config(cfg, teacher)
     data = distill_data(cfg_d)
     tok, spec = data["tokenizer"], distill_spec(cfg_d, kd=False)
-    cache = Paths(cfg).distill / f"teacher-eval-{_teacher_id(teacher)}-{spec.block_size}-{spec.eval_max_tokens}.json"
+    cache = Paths.of(cfg).distill / f"teacher-eval-{_teacher_id(teacher)}-{spec.block_size}-{spec.eval_max_tokens}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -241,7 +241,7 @@ def export_student(cfg: Config, result: dict, teacher: str) -> Path:
     from ..export import copy_tokenizer_files
     from ..utils import atomic_write_json, replace_dir
 
-    folder = Paths(cfg).distill_export(result["student"])
+    folder = Paths.of(cfg).distill_export(result["student"])
     marker = folder / "azllm_export.json"
     record = {"key": result["key"], "student": result["student"], "teacher": str(teacher)}
     if marker.is_file() and json.loads(marker.read_text()) == record:
@@ -273,7 +273,7 @@ def score_models(cfg: Config, folders: dict[str, str]) -> dict[str, dict]:
             model,
             tok,
             name=name,
-            cache_dir=Paths(cfg).artifacts / "eval" / Path(str(folder)).name,
+            cache_dir=Paths.of(cfg).artifacts / "eval" / Path(str(folder)).name,
             model_id=weights_id(folder),
         )
     return out

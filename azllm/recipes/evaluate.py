@@ -59,7 +59,7 @@ def settings_key(cfg: Config, model_id: str = "") -> str:
         {
             "evaluate": cfg.evaluate.model_dump(mode="json"),
             "seed": cfg.seed,
-            "root": str(Paths(cfg).data_root),
+            "root": str(Paths.of(cfg).data_root),
             "model": model_id,
         }
     )
@@ -168,7 +168,7 @@ def evaluate_model(
     hub_tasks(cfg), local_configs(cfg)  # a bad task name or file fails before the model loads
     model, tok, info = load_model(spec, tokenizer=tokenizer)
     res = score_model(cfg, model, tok, name=Path(str(spec)).name)
-    folder = Path(out) if out else Paths(cfg).artifacts / "eval" / Path(str(spec)).name
+    folder = Path(out) if out else Paths.of(cfg).artifacts / "eval" / Path(str(spec)).name
     path = folder / "results.json"
     atomic_write_json(path, results_record(cfg, res, info))
     return res, path
@@ -184,7 +184,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
 
     model, tok, _ = load_model(base, tokenizer=base_tok.path)
     base_id = weights_id(base)
-    before = score_model(cfg, model, tok, name="base", cache_dir=Paths(cfg).adapt / "base-eval", model_id=base_id)
+    before = score_model(cfg, model, tok, name="base", cache_dir=Paths.of(cfg).adapt / "base-eval", model_id=base_id)
     after = {}
     for r in runs:
         folder = export_run(cfg, r, base, base_tok, toks[r["way"]])
@@ -196,7 +196,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
             m,
             t,
             name=name,
-            cache_dir=Paths(cfg).artifacts / "eval" / Path(folder).name,
+            cache_dir=Paths.of(cfg).artifacts / "eval" / Path(folder).name,
             model_id=weights_id(folder),
         )
     return before, after
@@ -216,7 +216,7 @@ def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
                 model,
                 tok,
                 name=Path(str(spec)).name,
-                cache_dir=Paths(cfg).artifacts / "eval" / Path(str(spec)).name,
+                cache_dir=Paths.of(cfg).artifacts / "eval" / Path(str(spec)).name,
                 model_id=weights_id(spec),
             )
         )
@@ -463,7 +463,7 @@ def scoring_benchmark(
     from ..evaluation import UnknownTaskError
     from ..evaluation.tasks import LOCAL_TASKS, read_task_yaml
 
-    ev, paths = cfg.evaluate, Paths(cfg)
+    ev, paths = cfg.evaluate, Paths.of(cfg)
     if task is None:
         task = next(
             (

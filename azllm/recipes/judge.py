@@ -86,7 +86,7 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: Template, data:
             "decoding": decoding(cfg),
         }
     )
-    path = Paths(cfg).sft / f"base-answers-{key}.json"
+    path = Paths.of(cfg).sft / f"base-answers-{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
     model = load_base(base, torch.float32).eval()

@@ -430,7 +430,7 @@ def launch(
     cfg = load_params(params_file)
     _check(cfg, dry_run=dry_run)
     _sdk()  # before anything is written
-    out = Path(out_dir) if out_dir else Paths(cfg).launch
+    out = Path(out_dir) if out_dir else Paths.of(cfg).launch
     src = stage_source(params_file, out / "source", command=cfg.launch.command)
     trainer, secrets = build_trainer(cfg, src, environ=environ, offline=dry_run)
     record = {

@@ -6,9 +6,13 @@ Notebooks, recipes and the report ask it; nothing else builds an artifact path. 
 ``../shared`` beside the repository when it exists).
 
 >>> from azllm.config import load_params
->>> p = Paths(load_params(None, overrides={"run_name": "demo"}))
+>>> p = Paths.of(load_params(None, overrides={"run_name": "demo"}))
 >>> p.corpus("abc").parts[-3:], p.run("lora", "k1").name
 (('demo', 'corpus', 'abc'), 'lora-k1')
+
+One object per run: :meth:`Paths.of` builds it the first time a run's folders are asked for and hands the same object
+out after (a config derived for one stage, with the same run name and data root, is the same run), so no recipe
+rebuilds it. A test counts the constructions in one run of a stage chain.
 """
 
 from __future__ import annotations
@@ -46,7 +50,31 @@ def default_data_root(repo: str | os.PathLike = REPO_ROOT) -> Path | None:
 
 
 class Paths:
-    """The folders of one run (``cfg``'s run name, data root and ``tokens.dir``)."""
+    """The folders of one run (``cfg``'s run name, data root and ``tokens.dir``); ask :meth:`of` for it."""
+
+    _runs: dict[tuple, Paths] = {}
+
+    @classmethod
+    def of(cls, cfg: Config) -> Paths:
+        """The one :class:`Paths` of ``cfg``'s run: what it is made of (the run name, ``data.root``, ``tokens.dir``
+        and the environment and working folder they are read against) names it; built once, then handed out.
+
+        >>> from azllm.config import load_params, derive
+        >>> cfg = load_params(None, overrides={"run_name": "demo"})
+        >>> Paths.of(cfg) is Paths.of(derive(cfg, seed=7))
+        True
+        """
+        key = (
+            cfg.run_name,
+            cfg.data.root,
+            cfg.tokens.dir,
+            os.environ.get(DATA_ROOT_ENV),
+            os.environ.get(ARTIFACTS_ENV),
+            os.getcwd(),
+        )
+        if key not in cls._runs:
+            cls._runs[key] = cls(cfg)
+        return cls._runs[key]
 
     def __init__(self, cfg: Config):
         self.run_name = cfg.run_name

@@ -315,7 +315,7 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     pairs = [[p["prompt"], p["chosen"], p["rejected"]] for p in data["train"]]
     held = [p["id"] for p in data["held_out"]]
     key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": held, "decoding": decoding(cfg)})
-    out = (Path(sm["checkpoints"]) if sm else Paths(cfg).preference) / f"{spec.method}-{method}-{key}"
+    out = (Path(sm["checkpoints"]) if sm else Paths.of(cfg).preference) / f"{spec.method}-{method}-{key}"
     try:
         done = json.loads((out / "prefer.json").read_text())
         if done.get("key") == key:
@@ -444,6 +444,6 @@ def preference_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 12, threa
         rounds=rounds,
         threads=threads,
     )
-    path = Paths(cfg).preference / "bench.json"
+    path = Paths.of(cfg).preference / "bench.json"
     atomic_write_json(path, res)
     return {**res, "path": str(path)}

@@ -158,7 +158,7 @@ def _sources(cfg: Config, stage_name: str) -> list[tuple[str, SourceConfig]]:
 def training_inputs(cfg: Config, stages: list[str]) -> list[DataInput]:
     """Every input the ``stages`` trained on: each file a source matches (its path under the data root) or its hub
     dataset, with its license (:func:`azllm.licenses.license_of`)."""
-    paths, out = Paths(cfg), []
+    paths, out = Paths.of(cfg), []
     for st in stages:
         for name, src in _sources(cfg, st):
             r = resolve(cfg, src)
@@ -384,7 +384,7 @@ def _publish(
         gguf_repo=gguf_repo,
         gguf_checks=checks,
     )
-    out = Paths(cfg).artifacts / "publish" / repo.replace("/", "__")
+    out = Paths.of(cfg).artifacts / "publish" / repo.replace("/", "__")
     private = not public and cfg.publish.private
     files = {**weights, **(named if layout == "same" else {})}
     staged = [Staged(repo, "model", stage(files, model_card(facts), out / "model"), private)]
@@ -438,7 +438,7 @@ def publish_dataset(
     missing = [str(s) for s in shards if not s.is_file()]
     if missing:
         raise PublishError(f"the corpus stage output is not complete: missing {missing}")
-    root = Paths(cfg).data_root
+    root = Paths.of(cfg).data_root
     given = {str(Path(f).resolve()) for f in resolve(cfg, cfg.data.train).files}
     inputs = []
     for item in manifest["inputs"]:
@@ -466,7 +466,7 @@ def publish_dataset(
         run=doc["run"],
         shards=[],
     )
-    out = Paths(cfg).artifacts / "publish" / repo.replace("/", "__")
+    out = Paths.of(cfg).artifacts / "publish" / repo.replace("/", "__")
     parquet = corpus_parquet(shards, out / "parquet")
     facts.shards = sorted(parquet)
     staged = [

@@ -109,7 +109,7 @@ def stage_job(job: dict) -> dict:
 
     cfg = Config.model_validate(job["config"])
     stage = job["stage"]
-    paths = Paths(cfg)
+    paths = Paths.of(cfg)
     manifest = None if stage == "corpus" else run_corpus(cfg)
     if stage == "tokens":
         corpus_mix(cfg, manifest)

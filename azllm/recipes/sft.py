@@ -337,7 +337,7 @@ def sft_run(
         "chat_template": tokenizer.chat_template,
     }
     key = sft_key(model=desc, spec=spec, data=data["key"])
-    out = Path(output_dir) if output_dir else Paths(cfg).sft / f"{method}{'-packed' if spec.packing else ''}-{key}"
+    out = Path(output_dir) if output_dir else Paths.of(cfg).sft / f"{method}{'-packed' if spec.packing else ''}-{key}"
     done = finished_result(out, key) if spec.resume else None
     if done is not None:
         return done
@@ -534,7 +534,7 @@ def sft_benchmark(
         threads=threads,
         show_progress=show_progress,
     )
-    path = Paths(cfg).sft / "bench.json"
+    path = Paths.of(cfg).sft / "bench.json"
     atomic_write_json(path, res)
     return {**res, "path": str(path)}
 

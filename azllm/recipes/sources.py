@@ -133,7 +133,7 @@ def choose(cfg: Config, *, environ=None, probe=hub_reachable) -> dict:
     """``{"mode": "local" | "hub" | "sample", "overrides": {...}, "notes": [...]}`` for ``cfg`` (module
     docstring)."""
     environ = os.environ if environ is None else environ
-    if Paths(cfg).data_root is not None:
+    if Paths.of(cfg).data_root is not None:
         return {"mode": "local", "overrides": {}, "notes": []}
     if probe():
         if environ.get("HF_TOKEN"):
@@ -157,4 +157,4 @@ def banner(decision: dict) -> str | None:
 
 def resolve(cfg: Config, source: SourceConfig, **over) -> azdata.Resolved:
     """A source of the params resolved against the data root (``over`` replaces fields, e.g. a cap)."""
-    return azdata.resolve_source({**source.model_dump(), **over}, Paths(cfg).data_root)
+    return azdata.resolve_source({**source.model_dump(), **over}, Paths.of(cfg).data_root)

@@ -60,7 +60,7 @@ def mark(cfg: Config, stage: str, artifact: str | os.PathLike, **facts) -> Path:
     from ..utils import atomic_write_json
 
     _check(stage)
-    path = Paths(cfg).stage_done(stage)
+    path = Paths.of(cfg).stage_done(stage)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"stage": stage, "params_hash": cfg.hash(), "artifact": str(Path(artifact).resolve()), **facts}
     atomic_write_json(path, record)
@@ -71,7 +71,7 @@ def finished(cfg: Config, stage: str) -> dict | None:
     """The marker of ``stage`` for these params while its output is complete, else None."""
     _check(stage)
     try:
-        record = json.loads(Paths(cfg).stage_done(stage).read_text(encoding="utf-8"))
+        record = json.loads(Paths.of(cfg).stage_done(stage).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     out = Path(record.get("artifact") or "")

@@ -31,7 +31,7 @@ def local_task_args(cfg: Config, name: str) -> dict:
     """The keyword arguments of :func:`azllm.evaluation.tasks.local_task` for ``evaluate.local.<name>``, its paths
     resolved against the data root. A task whose ``fewshot_path`` is left out is zero-shot: it gets no pool (never
     the YAML's relative pool path, which would point nowhere)."""
-    t, paths = cfg.evaluate.local[name], Paths(cfg)
+    t, paths = cfg.evaluate.local[name], Paths.of(cfg)
     return {
         "path": _path(paths, t.path),
         "fewshot_path": _path(paths, t.fewshot_path) or "",
@@ -49,7 +49,7 @@ def local_configs(cfg: Config, names: list[str] | None = None, *, strict: bool =
     from ..evaluation.datasets import EvalDataError
     from ..evaluation.tasks import LOCAL_TASKS, local_task
 
-    ev, paths = cfg.evaluate, Paths(cfg)
+    ev, paths = cfg.evaluate, Paths.of(cfg)
     out = []
     for name in names if names is not None else ev.tasks:
         if name not in LOCAL_TASKS:

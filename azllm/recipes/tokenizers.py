@@ -99,7 +99,7 @@ def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dic
     (:attr:`Paths.tokenizer_sample`, shared with :func:`main_tokenizer`): ``(trained, skipped)``."""
     from ..tokenizer_train import train_sweep
 
-    return train_sweep(docs, Paths(cfg).tokenizers, sweep_options(cfg), sample=Paths(cfg).tokenizer_sample)
+    return train_sweep(docs, Paths.of(cfg).tokenizers, sweep_options(cfg), sample=Paths.of(cfg).tokenizer_sample)
 
 
 def baselines(cfg: Config, names: list[str] | None = None) -> dict:
@@ -111,7 +111,7 @@ def baselines(cfg: Config, names: list[str] | None = None) -> dict:
     unknown = sorted(set(names or []) - set(cfg.baselines))
     if unknown:
         raise TokenizerError(f"no baseline named {unknown} in the params; baselines: {sorted(cfg.baselines)}")
-    paths, out = Paths(cfg), {}
+    paths, out = Paths.of(cfg), {}
     for name in cfg.baselines if names is None else names:  # in the order asked for
         entry = cfg.baselines[name]
         out[name] = load_baseline(
@@ -136,14 +136,14 @@ def main_tokenizer(cfg: Config, docs: list[str] | None = None):
 
     spec = cfg.tokens.tokenizer
     if spec:
-        local = Paths(cfg).existing(spec)
+        local = Paths.of(cfg).existing(spec)
         return load_tokenizer(str(local) if local is not None else spec)
     if docs is None:
         docs = azdata.iter_documents(training_source(cfg))
     opts = tokenizer_options(cfg)
-    sample = Paths(cfg).tokenizer_sample
+    sample = Paths.of(cfg).tokenizer_sample
     write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
-    folder = train_tokenizer(read_lines(sample), Paths(cfg).tokenizer, **opts)
+    folder = train_tokenizer(read_lines(sample), Paths.of(cfg).tokenizer, **opts)
     return load_tokenizer(folder, name=f"{cfg.run_name}-main")
 
 
@@ -155,7 +155,7 @@ def selected_tokenizer(cfg: Config):
 
     size = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
     name = variant_name({"model_type": cfg.tokenizer.model_type, "vocab_size": size})
-    folder = Paths(cfg).tokenizers / name
+    folder = Paths.of(cfg).tokenizers / name
     return load_tokenizer(folder, name=f"ours {name}") if (folder / "tokenizer.json").is_file() else None
 
 
@@ -187,7 +187,7 @@ def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
     rows = []
     for i, (step, docs, opts) in enumerate(recipe_corpora(cfg)):
         t0 = time.perf_counter()
-        folder = train_tokenizer(docs, Paths(cfg).recipe_step(i), **opts)
+        folder = train_tokenizer(docs, Paths.of(cfg).recipe_step(i), **opts)
         row = {
             "step": step,
             "corpus_mb": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
@@ -217,7 +217,7 @@ def lexicon_words(cfg: Config) -> Counter | None:
 
     if cfg.data.lexicon is None:
         return None
-    folder = Paths(cfg).under_root(cfg.data.lexicon) or Path(cfg.data.lexicon)
+    folder = Paths.of(cfg).under_root(cfg.data.lexicon) or Path(cfg.data.lexicon)
     return Counter(form for _, form, _ in read_unimorph(folder / LEXICON_FILES[0]) if " " not in form)
 
 
@@ -250,7 +250,7 @@ def one_at_a_time_table(
     for i, change in enumerate(progress(changes, desc="one change at a time")):
         c = changed_config(cfg, change)
         t0 = time.perf_counter()
-        folder = _train_one(c, change, Paths(cfg).one_change(i), size)
+        folder = _train_one(c, change, Paths.of(cfg).one_change(i), size)
         tok = load_tokenizer(folder, name=f"one-{i}")
         lines = raw if change.encode_raw else evals
         m = {name: tokenizer_metrics(tok, lines[name], morph=name == first) for name in evals}
@@ -310,7 +310,7 @@ def sample_leakage(cfg: Config) -> list[dict]:
 
     c = cfg.corpus
     hits = hits_by_set(
-        read_lines(Paths(cfg).tokenizer_sample),
+        read_lines(Paths.of(cfg).tokenizer_sample),
         held_out_lines(cfg),
         n=c.decontamination_n,
         min_words=c.decontamination_min_words,
@@ -328,7 +328,7 @@ def _train_one(cfg: Config, change: OneChange, folder: Path, size: int) -> Path:
         docs = clean_documents(cfg, run_corpus(cfg))
     else:
         docs = azdata.iter_documents(training_source(cfg))
-    sample = Paths(cfg).tokenizer_sample if not change.mix and change.text == "mix" else folder.with_suffix(".txt")
+    sample = Paths.of(cfg).tokenizer_sample if not change.mix and change.text == "mix" else folder.with_suffix(".txt")
     write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
     return train_tokenizer(read_lines(sample), folder, **opts)
 
@@ -340,7 +340,7 @@ def lexicon_check(cfg: Config) -> dict | None:
 
     if cfg.data.lexicon is None:
         return None
-    folder = Paths(cfg).under_root(cfg.data.lexicon) or Path(cfg.data.lexicon)
+    folder = Paths.of(cfg).under_root(cfg.data.lexicon) or Path(cfg.data.lexicon)
     files = [folder / n for n in LEXICON_FILES]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:

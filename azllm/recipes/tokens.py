@@ -45,7 +45,7 @@ def token_files(cfg: Config, tokenizer, progress: bool = True) -> dict:
     return encode_source(
         corpus_source(cfg),
         tokenizer,
-        Paths(cfg).tokens,
+        Paths.of(cfg).tokens,
         val_fraction=t.val_fraction,
         seed=t.split_seed,
         num_workers=t.num_workers,
@@ -60,7 +60,7 @@ def dev_token_files(cfg: Config, tokenizer) -> dict[str, Path]:
 
     return {
         name: encode_source(
-            resolve(cfg, spec), tokenizer, Paths(cfg).dev_tokens(name), val_fraction=0.0, seed=0, progress=False
+            resolve(cfg, spec), tokenizer, Paths.of(cfg).dev_tokens(name), val_fraction=0.0, seed=0, progress=False
         )["train"]
         for name, spec in cfg.data.eval.items()
     }
@@ -114,7 +114,7 @@ def prepare(cfg: Config, *, progress: bool = True) -> Path:
 
     from ..utils import atomic_write_json
 
-    folder = Paths(cfg).tokens
+    folder = Paths.of(cfg).tokens
     folder.mkdir(parents=True, exist_ok=True)
     start = time.time()
     data = prepare_data(cfg, progress=progress)
@@ -166,7 +166,7 @@ def open_prepared(cfg: Config, folder: str | os.PathLike | None = None) -> dict 
     :func:`data_key`, as :func:`prepare_data` gives it, without reading the corpus or training anything; else None."""
     from ..tokenizer import load_tokenizer
 
-    folder = Path(folder) if folder is not None else Paths(cfg).tokens
+    folder = Path(folder) if folder is not None else Paths.of(cfg).tokens
     try:
         marker = json.loads((folder / PREPARED).read_text())
     except (OSError, json.JSONDecodeError):
@@ -204,7 +204,7 @@ def prepare_once(cfg: Config, *, progress: bool = True, poll_s: float = 2.0) -> 
     opened = open_prepared(cfg)
     if opened is not None:
         return opened
-    folder = Paths(cfg).tokens
+    folder = Paths.of(cfg).tokens
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1 or rank == 0:
         (folder / FAILED).unlink(missing_ok=True)
@@ -254,7 +254,7 @@ def encoder_benchmark(cfg: Config, tokenizer, out_json: str | os.PathLike | None
     return benchmark(
         resolved,
         spec,
-        Paths(cfg).encoder_bench,
+        Paths.of(cfg).encoder_bench,
         scale=b.scale,
         rounds=1 if b.quick else b.rounds,
         batch_size=b.batch_size,

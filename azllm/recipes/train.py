@@ -124,7 +124,7 @@ def train_model(
         data={k: read_header(data[k]).get("key") for k in ("train", "val")},
         eval_sets=sorted(dev),
     )
-    out = Path(output_dir) if output_dir else Paths(cfg).run(mspec.method, key)
+    out = Path(output_dir) if output_dir else Paths.of(cfg).run(mspec.method, key)
     done = finished_result(out, key) if tspec.resume else None
     if done is not None:
         return done
