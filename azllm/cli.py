@@ -178,7 +178,7 @@ def _eval(args) -> int:
             list(cfg.evaluate.tasks),
             gpus=args.gpus,
             backend=args.backend,
-            data_root=str(Paths(cfg).data_root) if Paths(cfg).data_root else None,
+            data_root=str(Paths.of(cfg).data_root) if Paths.of(cfg).data_root else None,
             seed=cfg.seed,
         )
         check_lm_eval_argv(argv)
@@ -384,6 +384,7 @@ def _train(args) -> int:
     if not torch.cuda.is_available():  # stdout carries the results path alone (DeepSpeed would print its guess)
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     from . import sagemaker
+    from .lifecycle import end_distributed
     from .recipes import load
     from .recipes.tokens import prepare_once
     from .recipes.train import job_config, train_model
@@ -394,7 +395,12 @@ def _train(args) -> int:
         cfg = job_config(cfg, sm)
     data = prepare_once(cfg, progress=False)  # opened when prepared; else rank 0 prepares, the others wait
     out = args.output_dir or (sm["checkpoints"] if sm else None)
-    r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out)
+    try:
+        r = train_model(
+            cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out
+        )
+    finally:
+        end_distributed()  # under torchrun: the process group goes before the interpreter does
     if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
         print(
             f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",

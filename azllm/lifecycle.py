@@ -44,6 +44,7 @@ __all__ = [
     "finish_trainer",
     "expose_head_bias",
     "labelled_positions_only",
+    "end_distributed",
 ]
 
 
@@ -292,3 +293,20 @@ def labelled_positions_only():
         yield True
     finally:
         tu._use_triton = before
+
+
+def end_distributed() -> bool:
+    """Destroy the default process group when this process has one (the Trainer makes it under ``torchrun``); True
+    when it did. A launcher's entry calls it before exiting: left to the interpreter's finalization, gloo's worker
+    threads can still hold work whose tensors need the interpreter, and the process aborts (SIGABRT) after a run that
+    succeeded (pytorch/pytorch PR 179291). Without a process group it does nothing.
+
+    >>> end_distributed()
+    False
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    dist.destroy_process_group()
+    return True

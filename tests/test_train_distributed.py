@@ -83,6 +83,11 @@ def _torchrun(
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
+def _said(p: subprocess.CompletedProcess) -> str:
+    """What a failed torchrun wrote, whole lines (a tuple in an assertion message is cut short by pytest)."""
+    return f"exit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n--- stderr\n{p.stderr[-8000:]}"
+
+
 # One uninterrupted two-process run serves the DDP test and is the reference of the SIGTERM test (one torchrun less)
 DDP_TRAIN = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
 
@@ -99,7 +104,7 @@ def ddp_run(data, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ddp")
     spec = _spec(tmp / "spec.json", data, tmp / "run", tmp / "rec", resume=False)
     p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp, timeout=240)
-    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+    assert p.returncode == 0, _said(p)
     return tmp / "run", tmp / "rec"
 
 
@@ -139,7 +144,7 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
     for name, extra in (("term", {"term_at_step": 5, "term_rank": 1}), ("resumed", {})):
         spec = _spec(tmp_path / f"{name}.json", data, tmp_path / "run", tmp_path / f"{name}-rec", **extra)
         p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
-        assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-4000:])
+        assert p.returncode == 0, f"{name}: {_said(p)}"
         if name == "term":
             rec = tmp_path / f"{name}-rec"  # each rank's own file (their stdout lines can land on one line)
             stopped = [json.loads((rec / f"interrupted-rank{k}.json").read_text()) for k in (0, 1)]
@@ -176,7 +181,7 @@ def test_a_two_process_azllm_train_prepares_the_data_once_and_a_second_launch_no
         out = tmp_path / launch
         env = {"AZLLM_ARTIFACTS": str(art), "TQDM_DISABLE": "1"}
         p = _torchrun(2, "azllm train", params, REPO, timeout=300, args=("--output-dir", str(out)), env=env)
-        assert p.returncode == 0, (launch, p.stdout[-2000:], p.stderr[-4000:])
+        assert p.returncode == 0, f"{launch}: {_said(p)}"
         assert (out / "results.json").is_file()
         log = [json.loads(x) for x in (art / "once" / "tokens" / PREPARE_LOG).read_text().splitlines()]
         assert [e["rank"] for e in log] == [0], log
@@ -213,7 +218,7 @@ def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path):
             )
         )
         p = _torchrun(nproc, Path(__file__), spec, tmp_path)
-        assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+        assert p.returncode == 0, _said(p)
         runs[name] = json.loads((tmp_path / name / "results.json").read_text())
     f, o = runs["fsdp"], runs["one"]
     recs = [json.loads((tmp_path / "fsdp-rec" / f"rank{k}.json").read_text()) for k in (0, 1)]
@@ -296,4 +301,9 @@ def _entry(spec_path: str) -> None:
 
 
 if __name__ == "__main__":
-    _entry(sys.argv[1])
+    from azllm.lifecycle import end_distributed
+
+    try:
+        _entry(sys.argv[1])
+    finally:
+        end_distributed()

@@ -89,4 +89,9 @@ def main(spec_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    from azllm.lifecycle import end_distributed
+
+    try:
+        main(sys.argv[1])
+    finally:
+        end_distributed()
