@@ -153,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"azllm {args.cmd}: {e}", file=sys.stderr)
         return 2
+    finally:
+        if "torch.distributed" in sys.modules:  # under torchrun (train, sft, prefer): the group goes first
+            from .lifecycle import end_distributed
+
+            end_distributed()
 
 
 def _report(args) -> int:
@@ -384,7 +389,6 @@ def _train(args) -> int:
     if not torch.cuda.is_available():  # stdout carries the results path alone (DeepSpeed would print its guess)
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     from . import sagemaker
-    from .lifecycle import end_distributed
     from .recipes import load
     from .recipes.tokens import prepare_once
     from .recipes.train import job_config, train_model
@@ -395,12 +399,7 @@ def _train(args) -> int:
         cfg = job_config(cfg, sm)
     data = prepare_once(cfg, progress=False)  # opened when prepared; else rank 0 prepares, the others wait
     out = args.output_dir or (sm["checkpoints"] if sm else None)
-    try:
-        r = train_model(
-            cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out
-        )
-    finally:
-        end_distributed()  # under torchrun: the process group goes before the interpreter does
+    r = train_model(cfg, data, method=args.method, base=args.base, max_steps=args.max_steps, lr=args.lr, output_dir=out)
     if r.get("interrupted"):  # SIGTERM: a complete checkpoint is written; the same command resumes from it
         print(
             f"azllm: interrupted by {r['interrupted']} at step {r['steps']}; checkpoint {r['checkpoint']}",

@@ -168,6 +168,21 @@ def test_the_export_loads_with_plain_transformers_and_generates_the_same_tokens(
     assert got.tolist() == want.tolist() and float(diff) < 1e-4
 
 
+def test_the_stages_output_is_the_run_exported_and_marked_whatever_sft_export_says(tiny_base, tmp_path):
+    """What the stages after SFT take (stages.require -> sft_output): the run exported into its folder and marked,
+    with sft.export off too; asked again, the marker answers and nothing is written."""
+    from azllm.recipes import stages
+
+    cfg = params(tiny_base, tmp_path, export=False)
+    said = []
+    done = stages.require(cfg, "sft", show=said.append)
+    folder = Path(done["artifact"])
+    assert (folder / "config.json").is_file() and done["base"] == str(tiny_base) and "building it" in said[0]
+    written = (folder / "model.safetensors").stat().st_mtime_ns
+    assert stages.require(cfg, "sft", show=said.append) == done and "found by its marker" in said[-1]
+    assert (folder / "model.safetensors").stat().st_mtime_ns == written
+
+
 def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
     runs = [
         {"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}

@@ -44,7 +44,7 @@ def test_preference_tuning_takes_the_marked_sft_export_without_running_sft(tmp_p
     def no(*a, **k):
         raise AssertionError("SFT ran although its export was marked")
 
-    monkeypatch.setattr("azllm.recipes.sft.sft_command", no)
+    monkeypatch.setattr("azllm.recipes.sft.sft_output", no)
     said = []
     assert prefer.preference_base(cfg, show=said.append) == str(folder.resolve())
     assert "found" in said[0]
@@ -66,8 +66,8 @@ def test_a_missing_output_is_built_once_through_the_stages_builder(tmp_path, mon
     assert len(calls) == 1 and base == str((tmp_path / "adapted").resolve()) and note["how"] == "the test's"
     assert "building it (azllm.recipes.adapt.adapted_base)" in said[0]
     assert sft.base_folder(cfg) == (base, {**note}) and len(calls) == 1  # the marker, not a second build
-    monkeypatch.setattr("azllm.recipes.sft.sft_command", lambda cfg, show: {"interrupted": True})
-    with pytest.raises(stages.StageError, match="sft stage finished without its output .sft.export must be true"):
+    monkeypatch.setattr("azllm.recipes.sft.sft_output", lambda cfg, show: None)
+    with pytest.raises(stages.StageError, match="sft stage finished without its output .the SFT run and its export"):
         stages.require(cfg, "sft")
     with pytest.raises(ValueError, match="'corpus' has no builder"):
         stages.require(cfg, "corpus")
@@ -77,14 +77,16 @@ def test_a_missing_output_is_built_once_through_the_stages_builder(tmp_path, mon
 
 RECIPES = Path(stages.__file__).parent
 COMMANDS = {
-    "adapt": "adapt.adapted_base",
-    "sft": "sft.sft_command",
-    "preference": "prefer.prefer_command",
-    "distill": "distill.run_distill",
-    "deploy": "deploy.run_deploy",
-    "evaluate": "evaluate.evaluate_model",
+    "adapt.adapted_base": "adapt",
+    "sft.sft_command": "sft",
+    "sft.sft_output": "sft",
+    "prefer.prefer_command": "preference",
+    "distill.run_distill": "distill",
+    "deploy.run_deploy": "deploy",
+    "evaluate.evaluate_model": "evaluate",
 }
-"""The model stages' commands: each reaches another stage's output only through :func:`stages.require`."""
+"""The model stages' commands and builders (``{function: stage}``): each reaches another stage's output only through
+:func:`stages.require`."""
 
 
 def call_graph(sources: dict[str, str]) -> dict[str, set[str]]:
@@ -140,11 +142,11 @@ def _path(seen: dict[str, str], end: str) -> str:
 
 def test_no_stage_command_calls_another_stages_command():
     graph = call_graph({p.stem: p.read_text(encoding="utf-8") for p in RECIPES.glob("*.py")})
-    assert set(COMMANDS.values()) <= set(graph), "a command named here is gone: update COMMANDS"
-    assert {f"{m.rsplit('.', 1)[1]}.{f}" for m, f, _ in stages.BUILDERS.values()} <= set(COMMANDS.values())
-    for stage, command in COMMANDS.items():
+    assert set(COMMANDS) <= set(graph), "a command named here is gone: update COMMANDS"
+    assert {f"{m.rsplit('.', 1)[1]}.{f}": s for s, (m, f, _) in stages.BUILDERS.items()}.items() <= COMMANDS.items()
+    for command, stage in COMMANDS.items():
         seen = reached(graph, command)
-        others = [c for c in COMMANDS.values() if c != command and c in seen]
+        others = [c for c, s in COMMANDS.items() if s != stage and c in seen]
         assert not others, f"the {stage} command reaches {others}: " + "; ".join(_path(seen, c) for c in others)
     assert "stages.require" in reached(graph, "prefer.prefer_command")  # the one way to another stage's output
     assert "stages.require" in reached(graph, "sft.sft_command")

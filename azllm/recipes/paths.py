@@ -57,7 +57,8 @@ class Paths:
     @classmethod
     def of(cls, cfg: Config) -> Paths:
         """The one :class:`Paths` of ``cfg``'s run: what it is made of (the run name, ``data.root``, ``tokens.dir``
-        and the environment and working folder they are read against) names it; built once, then handed out.
+        and the environment, working folder and default data root they are read against) names it; built once,
+        then handed out.
 
         >>> from azllm.config import load_params, derive
         >>> cfg = load_params(None, overrides={"run_name": "demo"})
@@ -70,7 +71,9 @@ class Paths:
             cfg.tokens.dir,
             os.environ.get(DATA_ROOT_ENV),
             os.environ.get(ARTIFACTS_ENV),
+            os.environ.get("HOME"),
             os.getcwd(),
+            default_data_root(),
         )
         if key not in cls._runs:
             cls._runs[key] = cls(cfg)

@@ -18,6 +18,7 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
 - :func:`compare_variants`: ``sft.compare``, each variant in its own process (its peak memory is its own);
 - :func:`run_row`, :func:`main_record`, :func:`samples`: what notebook 07 shows and records of the runs and answers;
 - :func:`sft_job`: the fresh-process entry of one run; :func:`sft_command`: ``azllm sft`` (also inside SageMaker);
+  :func:`sft_output`: the stage's output (the run, exported) for the stages after it;
 - :func:`sft_benchmark`: azllm's SFT path against a bare ``SFTTrainer`` (:mod:`azllm.bench.sft`, ``azllm bench sft``).
 """
 
@@ -50,6 +51,7 @@ __all__ = [
     "compare_variants",
     "sft_job",
     "sft_command",
+    "sft_output",
     "data_rows",
     "run_row",
     "main_record",
@@ -537,6 +539,28 @@ def sft_benchmark(
     path = Paths.of(cfg).sft / "bench.json"
     atomic_write_json(path, res)
     return {**res, "path": str(path)}
+
+
+# ----------------------------------------------------------------------------------------------- the stage's output
+
+
+def sft_output(cfg: Config, *, show=lambda line: None) -> Path:
+    """The SFT stage's output for the stages after it (preference tuning, distillation's ``sft`` teacher, deploying
+    ``sft``), built through :func:`azllm.recipes.stages.require` when this run has none: the main run (a finished one
+    is returned as it is) exported into its folder (:func:`export_sft`, which writes the marker), whatever
+    ``sft.export`` says; no answers are generated. Returns the export's folder."""
+    base, _ = base_folder(cfg, show=show)
+    tok, template = sft_tokenizer(cfg, base)
+    data = sft_data(cfg, tok)
+    r = sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)
+    if r.get("interrupted"):
+        raise stages.StageError(
+            f"the SFT run was interrupted by {r['interrupted']} at step {r['steps']} (a complete checkpoint was "
+            "written): run again to resume it"
+        )
+    folder = export_sft(cfg, r, base=base, tokenizer=tok, template=template)
+    show(f"sft: the export in {folder}")
+    return folder
 
 
 # ----------------------------------------------------------------------------------------------- command line

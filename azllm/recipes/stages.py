@@ -3,8 +3,9 @@
 A stage that needs another's output asks for it here (:func:`require`), the one place that knows which function
 builds each stage's output (:data:`BUILDERS`); no stage's command calls another stage's command (a test walks the call
 graph of ``azllm/recipes``). The model stages are chained this way: adaptation's chosen base (``adapt``) -> SFT's
-export (``sft``) -> preference tuning, and the distilled students (``distill``) -> deployment. The data stages
-(corpus -> tokenizers -> token files -> training) are content-keyed caches that the later stages open directly.
+export (``sft``; its builder trains and exports, without the answers ``azllm sft`` adds) -> preference tuning, and
+the distilled students (``distill``) -> deployment. The data stages (corpus -> tokenizers -> token files ->
+training) are content-keyed caches that the later stages open directly.
 
 A stage that finishes writes a completeness marker (:meth:`azllm.recipes.paths.Paths.stage_done`:
 ``artifacts/<run>/stages/<stage>.json``) naming its output and the hash of the params it was made with
@@ -37,12 +38,12 @@ ORDER = ("corpus", "tokenizers", "tokens", "train", "adapt", "evaluate", "sft", 
 
 
 BUILDERS = {
-    "adapt": ("azllm.recipes.adapt", "adapted_base", "adapt.ways x adapt.methods must not be empty"),
-    "sft": ("azllm.recipes.sft", "sft_command", "sft.export must be true; run `azllm sft PARAMS` to see why"),
+    "adapt": ("azllm.recipes.adapt", "adapted_base", "the adaptation runs and their export"),
+    "sft": ("azllm.recipes.sft", "sft_output", "the SFT run and its export"),
     "distill": ("azllm.recipes.distill", "run_distill", "distill.export must be true"),
 }
-"""``{stage: (module, function, what it needs to leave its output)}``: the function that builds the stage's output
-and marks it (:func:`mark`), called as ``function(cfg, show=show)``."""
+"""``{stage: (module, function, what it makes or needs to leave its output)}``: the function that builds the
+stage's output and marks it (:func:`mark`), called as ``function(cfg, show=show)``."""
 
 
 class StageError(RuntimeError):
