@@ -202,13 +202,13 @@ def _bench_prefer(args) -> int:
 def _bench_encoder(args) -> int:
     from .recipes import load
     from .recipes.paths import Paths
-    from .recipes.tokenizers import main_tokenizer
+    from .recipes.tokenizers import run_tokenizer
     from .recipes.tokens import encoder_benchmark
     from .tables import format_encoder_benchmark
 
     cfg = load(args.params, overrides={"tokens": {"benchmark": {"quick": True}}} if args.quick else None)
     out = Path(args.out) if args.out else Paths.of(cfg).artifacts / "tokens_benchmark.json"
-    print(format_encoder_benchmark(encoder_benchmark(cfg, main_tokenizer(cfg), out_json=out)))
+    print(format_encoder_benchmark(encoder_benchmark(cfg, run_tokenizer(cfg), out_json=out)))
     print(f"\nwrote {out}")
     return 0
 

@@ -42,13 +42,12 @@ print(resolved.describe())
 # %% [markdown]
 # ## The tokenizer
 #
-# The run's main tokenizer (`azllm.recipes.tokenizers.main_tokenizer`: the same folder the tokenizer report trains,
-# so it is
-# trained once per run). Its fingerprint goes into every token file, so that a file can never be read with another
-# tokenizer.
+# The run's main tokenizer (`azllm.recipes.tokenizers.run_tokenizer`): the tokenizer report's output, found by its
+# marker, so it is trained once per run. Its fingerprint goes into every token file, so that a file can never be
+# read with another tokenizer.
 
 # %%
-tok = tokenizers.main_tokenizer(cfg)
+tok = tokenizers.run_tokenizer(cfg)
 report.record_artifact(out_dir, "main_tokenizer", tok.path)
 tok_info = {
     "name": tok.name,

@@ -57,7 +57,7 @@ def test_the_source_of_token_files_is_the_mix(cfg):
 def test_eval_sets_and_clean_documents(cfg):
     evals, parallel, resolved = corpus.eval_sets(cfg)
     assert len(evals["flores"]) == 200 and parallel == {} and set(resolved) == {"eval.flores"}
-    docs = corpus.clean_documents(cfg, corpus.run_corpus(cfg))
+    docs = corpus.clean_documents(cfg)
     assert docs and all(isinstance(d, str) and d for d in docs)
 
 

@@ -69,14 +69,21 @@ def test_a_missing_output_is_built_once_through_the_stages_builder(tmp_path, mon
     monkeypatch.setattr("azllm.recipes.sft.sft_output", lambda cfg, show: None)
     with pytest.raises(stages.StageError, match="sft stage finished without its output .the SFT run and its export"):
         stages.require(cfg, "sft")
-    with pytest.raises(ValueError, match="'corpus' has no builder"):
-        stages.require(cfg, "corpus")
+    with pytest.raises(ValueError, match="'evaluate' has no builder"):
+        stages.require(cfg, "evaluate")
 
 
 # ------------------------------------------------------------------------------------- the call graph of the recipes
 
 RECIPES = Path(stages.__file__).parent
 COMMANDS = {
+    "corpus.run_corpus": "corpus",
+    "corpus.corpus_output": "corpus",
+    "tokenizers.main_tokenizer": "tokenizers",
+    "tokenizers.train_tokenizers": "tokenizers",
+    "tokens.prepare": "tokens",
+    "tokens.prepare_once": "tokens",
+    "train.train_job": "train",
     "adapt.adapted_base": "adapt",
     "sft.sft_command": "sft",
     "sft.sft_output": "sft",
@@ -85,8 +92,10 @@ COMMANDS = {
     "deploy.run_deploy": "deploy",
     "evaluate.evaluate_model": "evaluate",
 }
-"""The model stages' commands and builders (``{function: stage}``): each reaches another stage's output only through
-:func:`stages.require`."""
+"""Every stage's commands and builders (``{function: stage}``; a notebook's or ``azllm``'s entry): each reaches another
+stage's output only through :func:`stages.require`. ``train.train_model`` and ``tokens.prepare_data`` are not
+commands: they train one given config on given data, and make a config's token files, for any stage (adaptation's
+runs, the distilled students, the benchmarks) and take the tokenizer and the corpus through ``require``."""
 
 
 def call_graph(sources: dict[str, str]) -> dict[str, set[str]]:
@@ -150,6 +159,8 @@ def test_no_stage_command_calls_another_stages_command():
         assert not others, f"the {stage} command reaches {others}: " + "; ".join(_path(seen, c) for c in others)
     assert "stages.require" in reached(graph, "prefer.prefer_command")  # the one way to another stage's output
     assert "stages.require" in reached(graph, "sft.sft_command")
+    assert "stages.require" in reached(graph, "tokens.prepare")
+    assert "stages.require" in reached(graph, "train.train_job")
 
 
 def test_the_call_graph_sees_calls_through_imports_in_functions_and_modules():

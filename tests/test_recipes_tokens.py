@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from train_helpers import data  # noqa: F401  (module fixture: prepare_data on the fixture corpus)
 
 from azllm.recipes.paths import Paths
@@ -15,6 +16,30 @@ def test_prepare_data_gives_the_tokenizer_and_its_files(data):  # noqa: F811
     for f in (data["train"], data["val"], data["dev"]["flores"]):
         assert read_header(f)["vocab_size"] == tok.vocab_size and len(TokenFile(f, tok)) > 0
     assert data["encode"]["train_tokens"] == read_header(data["train"])["n_tokens"]
+
+
+def test_the_data_stages_take_their_inputs_by_marker_and_build_them_only_through_stages(data, monkeypatch):  # noqa: F811
+    """prepare_data found the corpus stage's mix and the run's tokenizer by their markers (the fixture built them
+    through stages.require); with both marked, neither stage runs again, and a changed run rebuilds through the
+    stages' builders, not through a direct call."""
+    from azllm.recipes import corpus, stages, tokenizers
+    from azllm.recipes.tokens import prepare_data
+
+    P, tok = data["P"], data["tokenizer"]
+    mix, made = stages.finished(P, "corpus"), stages.finished(P, "tokenizers")
+    assert Path(mix["artifact"]).name.startswith("mix-") and mix["key"]
+    assert made["artifact"] == str(Path(tok.path).resolve()) and made["complete"] == "tokenizer.json"
+
+    def ran(*a, **k):
+        raise AssertionError("a data stage ran although its output was marked")
+
+    monkeypatch.setattr(corpus, "run_corpus", ran)
+    monkeypatch.setattr(tokenizers, "main_tokenizer", ran)
+    again = prepare_data(P, progress=False)
+    assert again["tokenizer"].fingerprint == tok.fingerprint and again["train"] == data["train"]
+    assert corpus.clean_documents(P) and corpus.corpus_source(P).files == [Path(mix["artifact"])]
+    with pytest.raises(AssertionError, match="data stage ran"):  # other params: the marker is not theirs
+        tokenizers.run_tokenizer(P.model_copy(update={"seed": 99}))
 
 
 def test_split_rows_and_summary(data):  # noqa: F811

@@ -35,7 +35,7 @@ from ..lifecycle import RunResult
 from ..utils import atomic_write_json
 from .paths import Paths, run_name
 from .sources import resolve
-from .tokenizers import baselines, main_tokenizer, selected_tokenizer
+from .tokenizers import baselines, run_tokenizer, selected_tokenizer
 from .tokens import prepare_data
 from .train import train_model
 
@@ -198,7 +198,7 @@ def way_tokenizer(cfg: Config, way: str, base_tok, docs: list[str] | None = None
     if way == "keep":
         return base_tok
     if way == "swap":
-        return main_tokenizer(cfg)
+        return run_tokenizer(cfg)
     if way == "extend":
         n_new = cfg.adapt.n_new
         folder = extend_tokenizer(

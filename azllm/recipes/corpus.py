@@ -2,9 +2,12 @@
 
 Reads ``data`` and ``corpus``. :func:`run_corpus` runs :func:`azllm.corpus.clean_corpus` (cached by inputs and
 settings under :meth:`Paths.corpus <azllm.recipes.paths.Paths.corpus>`), :func:`corpus_mix` writes the mix of
-``corpus.mix`` once, :func:`corpus_source` is what tokenizers and token files read. :func:`eval_sets` gives the
-held-out sets every stage evaluates on; the corpus stage decontaminates against them and against the texts of every
-local evaluation task named in ``evaluate.tasks`` (:func:`azllm.recipes.tasks.decontamination_sets`).
+``corpus.mix`` once and marks it as the stage's output (:func:`azllm.recipes.stages.mark`), :func:`corpus_output`
+does both (the stage's builder). Later stages find that output by its marker (:func:`azllm.recipes.stages.require`),
+never by running the stage: :func:`corpus_source` (what tokenizers and token files read) and
+:func:`clean_documents`. :func:`eval_sets` gives the held-out sets every stage evaluates on; the corpus stage
+decontaminates against them and against the texts of every local evaluation task named in ``evaluate.tasks``
+(:func:`azllm.recipes.tasks.decontamination_sets`).
 
 :func:`removal_rows` and :func:`mix_rows` are what notebook 00 shows of the manifest and the mix (computed here,
 formatted by :mod:`azllm.tables`).
@@ -25,11 +28,13 @@ from ..config import Config
 from ..utils import atomic_write_json, json_hash
 from .paths import Paths
 from .sources import resolve
+from .stages import mark, require
 from .tasks import decontamination_sets
 
 __all__ = [
     "held_out_lines",
     "run_corpus",
+    "corpus_output",
     "corpus_mix",
     "corpus_source",
     "eval_sets",
@@ -85,7 +90,8 @@ def _known_names(names: dict, sizes: dict, what: str) -> dict:
 
 
 def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
-    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{rates, counts}``."""
+    """The mixed corpus of ``corpus.mix`` (written once per mix): its path and ``{rates, counts}``. The mix is the
+    corpus stage's output: it is marked for these params (with the manifest's ``key``)."""
     from ..corpus import in_input_order, rates, write_mix
     from ..corpus.mix import SeenShingles, expected_3grams
 
@@ -120,23 +126,32 @@ def corpus_mix(cfg: Config, manifest: dict) -> tuple[Path, dict]:
         )
         record = {"rates": source_rates, "caps": caps, "counts": counts}
         atomic_write_json(counts_file, {**record, "sentence_filter": seen.stats() if seen is not None else None})
+    mark(cfg, "corpus", path, key=manifest["key"])
     return path, json.loads(counts_file.read_text())
 
 
-def clean_documents(cfg: Config, manifest: dict) -> list[str]:
-    """Every document the corpus stage kept, in input order (before the mix)."""
+def corpus_output(cfg: Config, *, show=lambda line: None) -> Path:
+    """The corpus stage's output, made or found in its caches (:func:`run_corpus`, then :func:`corpus_mix`, which
+    marks it): the mix's path. This is the stage's builder (:data:`azllm.recipes.stages.BUILDERS`)."""
+    path, _ = corpus_mix(cfg, run_corpus(cfg))
+    return path
+
+
+def clean_documents(cfg: Config, *, show=lambda line: None) -> list[str]:
+    """Every document the corpus stage kept, in input order (before the mix), from the stage's output for these
+    params (:func:`azllm.recipes.stages.require`)."""
     from ..corpus import in_input_order
 
-    return [r["text"] for r in in_input_order(Paths.of(cfg).corpus(manifest["key"]) / "clean")]
+    key = require(cfg, "corpus", show=show)["key"]
+    return [r["text"] for r in in_input_order(Paths.of(cfg).corpus(key) / "clean")]
 
 
-def corpus_source(cfg: Config) -> azdata.Resolved:
-    """What token files (and, capped, tokenizers) read: the corpus mix, or ``data.train`` when
-    ``corpus.enabled`` is false."""
+def corpus_source(cfg: Config, *, show=lambda line: None) -> azdata.Resolved:
+    """What token files (and, capped, tokenizers) read: the corpus stage's mix, found by its marker
+    (:func:`azllm.recipes.stages.require`), or ``data.train`` when ``corpus.enabled`` is false."""
     if not cfg.corpus.enabled:
         return resolve(cfg, cfg.data.train)
-    path, _ = corpus_mix(cfg, run_corpus(cfg))
-    return azdata.resolve_source({"path": str(path)}, None)
+    return azdata.resolve_source({"path": require(cfg, "corpus", show=show)["artifact"]}, None)
 
 
 def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]], dict]:

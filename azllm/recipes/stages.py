@@ -2,10 +2,10 @@
 
 A stage that needs another's output asks for it here (:func:`require`), the one place that knows which function
 builds each stage's output (:data:`BUILDERS`); no stage's command calls another stage's command (a test walks the call
-graph of ``azllm/recipes``). The model stages are chained this way: adaptation's chosen base (``adapt``) -> SFT's
-export (``sft``; its builder trains and exports, without the answers ``azllm sft`` adds) -> preference tuning, and
-the distilled students (``distill``) -> deployment. The data stages (corpus -> tokenizers -> token files ->
-training) are content-keyed caches that the later stages open directly.
+graph of ``azllm/recipes``). Every stage is chained this way: the corpus stage's mix (``corpus``) -> the run's
+tokenizer (``tokenizers``) -> token files and training (their own content-keyed caches and ``prepared.json``) ->
+adaptation's chosen base (``adapt``) -> SFT's export (``sft``; its builder trains and exports, without the answers
+``azllm sft`` adds) -> preference tuning, and the distilled students (``distill``) -> deployment.
 
 A stage that finishes writes a completeness marker (:meth:`azllm.recipes.paths.Paths.stage_done`:
 ``artifacts/<run>/stages/<stage>.json``) naming its output and the hash of the params it was made with
@@ -38,6 +38,12 @@ ORDER = ("corpus", "tokenizers", "tokens", "train", "adapt", "evaluate", "sft", 
 
 
 BUILDERS = {
+    "corpus": ("azllm.recipes.corpus", "corpus_output", "corpus.enabled must be true"),
+    "tokenizers": (
+        "azllm.recipes.tokenizers",
+        "main_tokenizer",
+        "tokens.tokenizer must be unset: a given tokenizer is loaded, not made",
+    ),
     "adapt": ("azllm.recipes.adapt", "adapted_base", "the adaptation runs and their export"),
     "sft": ("azllm.recipes.sft", "sft_output", "the SFT run and its export"),
     "distill": ("azllm.recipes.distill", "run_distill", "distill.export must be true"),
@@ -55,15 +61,18 @@ def _check(stage: str) -> None:
         raise ValueError(f"unknown stage {stage!r}; the stages: {', '.join(ORDER)}")
 
 
-def mark(cfg: Config, stage: str, artifact: str | os.PathLike, **facts) -> Path:
-    """Write the completeness marker of ``stage``: its output ``artifact``, the params hash and ``facts``
-    (JSON values); returns the marker's path."""
+def mark(cfg: Config, stage: str, artifact: str | os.PathLike, *, complete: str = "config.json", **facts) -> Path:
+    """Write the completeness marker of ``stage``: its output ``artifact`` (a file, or a folder that is complete
+    while it holds the file ``complete``), the params hash and ``facts`` (JSON values); returns the marker's path."""
     from ..utils import atomic_write_json
 
     _check(stage)
     path = Paths.of(cfg).stage_done(stage)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"stage": stage, "params_hash": cfg.hash(), "artifact": str(Path(artifact).resolve()), **facts}
+    out = Path(artifact).resolve()
+    record = {"stage": stage, "params_hash": cfg.hash(), "artifact": str(out), **facts}
+    if out.is_dir():
+        record["complete"] = complete
     atomic_write_json(path, record)
     return path
 
@@ -76,7 +85,7 @@ def finished(cfg: Config, stage: str) -> dict | None:
     except (OSError, ValueError):
         return None
     out = Path(record.get("artifact") or "")
-    complete = out.is_dir() and (out / "config.json").is_file() if out.suffix == "" else out.is_file()
+    complete = (out / record["complete"]).is_file() if "complete" in record else out.is_file()
     return record if record.get("params_hash") == cfg.hash() and complete else None
 
 

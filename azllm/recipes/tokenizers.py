@@ -5,7 +5,9 @@ and ``corpus``.
 
 - :func:`training_source`, :func:`tokenizer_options`, :func:`sweep_options`, :func:`train_tokenizers`: the sweep;
 - :func:`baselines`: every baseline tokenizer of the params (a local file under the data root, else its hub id);
-- :func:`main_tokenizer`: the run's tokenizer (token files, model);
+- :func:`main_tokenizer`: the run's tokenizer, trained (or reused) and marked as the tokenizers stage's output
+  (:func:`azllm.recipes.stages.mark`); :func:`run_tokenizer`: that output as later stages take it (token files,
+  model), found by its marker (:func:`azllm.recipes.stages.require`), never by training;
 - :func:`recipe_table`: "what each change bought": the same BPE trained on the corpus as found, then with each
   step of the corpus stage and each option added in turn (steps below);
 - :func:`one_at_a_time_table`: each remaining choice alone (``tokenizer.sweep.one_at_a_time``) against the run's
@@ -36,9 +38,10 @@ from pathlib import Path
 from .. import data as azdata
 from ..config import Config, OneChange
 from ..data import DataError
-from .corpus import clean_documents, corpus_source, held_out_lines, run_corpus
+from .corpus import clean_documents, corpus_source, held_out_lines
 from .paths import Paths
 from .sources import resolve
+from .stages import mark, require
 
 __all__ = [
     "training_source",
@@ -47,6 +50,7 @@ __all__ = [
     "train_tokenizers",
     "baselines",
     "main_tokenizer",
+    "run_tokenizer",
     "selected_tokenizer",
     "recipe_corpora",
     "recipe_table",
@@ -125,26 +129,46 @@ def baselines(cfg: Config, names: list[str] | None = None) -> dict:
     return out
 
 
-def main_tokenizer(cfg: Config, docs: list[str] | None = None):
-    """The run's tokenizer (token files, model): ``tokens.tokenizer`` when set (any spec of
-    :func:`azllm.tokenizer.load_tokenizer`, relative paths under the data root), else trained (or reused) with the
-    ``tokenizer`` options on :func:`training_source` into :attr:`Paths.tokenizer`, from the same seeded sample of
-    ``input_sentence_size`` sentences as the sweep (:attr:`Paths.tokenizer_sample`, written once per input). Pass
-    ``docs`` (the training source's documents) to avoid reading the corpus again."""
+def main_tokenizer(cfg: Config, docs: list[str] | None = None, *, show=lambda line: None):
+    """The run's tokenizer: ``tokens.tokenizer`` when set (any spec of :func:`azllm.tokenizer.load_tokenizer`,
+    relative paths under the data root), else trained (or reused) with the ``tokenizer`` options on
+    :func:`training_source` into :attr:`Paths.tokenizer`, from the same seeded sample of ``input_sentence_size``
+    sentences as the sweep (:attr:`Paths.tokenizer_sample`, written once per input), and marked as the tokenizers
+    stage's output. Pass ``docs`` (the training source's documents) to avoid reading the corpus again. This is the
+    stage's builder (:data:`azllm.recipes.stages.BUILDERS`); later stages call :func:`run_tokenizer`."""
     from ..tokenizer import load_tokenizer
     from ..tokenizer_train import read_lines, train_tokenizer, write_sample
 
     spec = cfg.tokens.tokenizer
     if spec:
-        local = Paths.of(cfg).existing(spec)
-        return load_tokenizer(str(local) if local is not None else spec)
+        return _given_tokenizer(cfg, spec)
     if docs is None:
         docs = azdata.iter_documents(training_source(cfg))
     opts = tokenizer_options(cfg)
     sample = Paths.of(cfg).tokenizer_sample
     write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
     folder = train_tokenizer(read_lines(sample), Paths.of(cfg).tokenizer, **opts)
+    mark(cfg, "tokenizers", folder, complete="tokenizer.json")
     return load_tokenizer(folder, name=f"{cfg.run_name}-main")
+
+
+def run_tokenizer(cfg: Config, *, show=lambda line: None):
+    """The run's tokenizer as every later stage takes it: ``tokens.tokenizer`` when set (loaded), else the
+    tokenizers stage's output for these params, found by its marker (:func:`azllm.recipes.stages.require`; built by
+    :func:`main_tokenizer` when there is none). ``show`` gets require's line."""
+    from ..tokenizer import load_tokenizer
+
+    spec = cfg.tokens.tokenizer
+    if spec:
+        return _given_tokenizer(cfg, spec)
+    return load_tokenizer(require(cfg, "tokenizers", show=show)["artifact"], name=f"{cfg.run_name}-main")
+
+
+def _given_tokenizer(cfg: Config, spec: str):
+    from ..tokenizer import load_tokenizer
+
+    local = Paths.of(cfg).existing(spec)
+    return load_tokenizer(str(local) if local is not None else spec)
 
 
 def selected_tokenizer(cfg: Config):
@@ -165,7 +189,7 @@ def recipe_corpora(cfg: Config) -> list[tuple[str, list[str], dict]]:
     opts = tokenizer_options(cfg, vocab_size=size, model_type="bpe", affix_presplit=False)
     cap = cfg.tokenizer.max_bytes_per_file
     raw = resolve(cfg, cfg.data.train, **({"max_bytes_per_file": cap} if cap is not None else {}))
-    clean = clean_documents(cfg, run_corpus(cfg))
+    clean = clean_documents(cfg)
     mixed = list(azdata.iter_documents(corpus_source(cfg)))
     script = {**opts, "split_by_unicode_script": True}
     return [
@@ -325,7 +349,7 @@ def _train_one(cfg: Config, change: OneChange, folder: Path, size: int) -> Path:
 
     opts = tokenizer_options(cfg, vocab_size=size)
     if change.text == "cleaned" and cfg.corpus.enabled:
-        docs = clean_documents(cfg, run_corpus(cfg))
+        docs = clean_documents(cfg)
     else:
         docs = azdata.iter_documents(training_source(cfg))
     sample = Paths.of(cfg).tokenizer_sample if not change.mix and change.text == "mix" else folder.with_suffix(".txt")

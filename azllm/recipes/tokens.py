@@ -19,7 +19,7 @@ from ..config import Config
 from .corpus import corpus_source
 from .paths import Paths
 from .sources import resolve
-from .tokenizers import main_tokenizer
+from .tokenizers import run_tokenizer
 
 __all__ = [
     "token_files",
@@ -68,7 +68,7 @@ def dev_token_files(cfg: Config, tokenizer) -> dict[str, Path]:
 
 def prepare_data(cfg: Config, *, progress: bool = True) -> dict:
     """The run's tokenizer and token files: ``{"tokenizer": Tok, "train", "val", "dev": {name: path}, "encode"}``."""
-    tok = main_tokenizer(cfg)
+    tok = run_tokenizer(cfg)
     res = token_files(cfg, tok, progress=progress)
     return {
         "tokenizer": tok,
@@ -176,7 +176,7 @@ def open_prepared(cfg: Config, folder: str | os.PathLike | None = None) -> dict 
     if marker["tokenizer"]:
         tok = load_tokenizer(folder / marker["tokenizer"], name=marker.get("tokenizer_name"))
     else:
-        tok = main_tokenizer(cfg)  # tokens.tokenizer: a given tokenizer, only loaded
+        tok = run_tokenizer(cfg)  # tokens.tokenizer: a given tokenizer, only loaded
     return {
         "tokenizer": tok,
         "train": folder / marker["train"],
