@@ -61,6 +61,8 @@ class Resolved:
     max_bytes: int | None = None
     max_bytes_per_file: int | None = None
     max_lines: int | None = None
+    skip_lines: int = 0
+    """The first this many records of the source (across its files, in order) are skipped, before any cap."""
     streaming: bool = True
     """Hub only: stream (nothing stored), or download once into the datasets cache (the corpus stage)."""
 
@@ -104,6 +106,7 @@ def resolve_source(spec: dict, root: Path | None) -> Resolved:
     common = dict(
         max_bytes=spec.get("max_bytes"),
         max_lines=spec.get("max_lines"),
+        skip_lines=spec.get("skip_lines") or 0,
         max_bytes_per_file=spec.get("max_bytes_per_file"),
         text_field=spec.get("text_field") or "text",
     )
@@ -273,10 +276,14 @@ def iter_documents(r: Resolved, normalize: bool = True, with_origin: bool = Fals
     """
     n_docs = 0
     n_bytes = 0
+    to_skip = r.skip_lines
     sources = [(str(f), _iter_file(f, r.text_field)) for f in r.files] if r.kind == "files" else [(r.hub, _iter_hub(r))]
     for origin, docs in sources:
         file_bytes = 0
         for doc in docs:
+            if to_skip:
+                to_skip -= 1
+                continue
             if normalize:
                 doc = _normalize(doc)
             elif doc is not None:
@@ -313,12 +320,16 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def source_lines(r: Resolved) -> list[str]:
-    """Every line (record) of a source in order, empty ones kept, capped by ``max_lines`` only: the sides of a
+    """Every line (record) of a source in order from ``skip_lines`` on, empty ones kept, capped by ``max_lines``
+    only: the sides of a
     line-parallel set stay aligned line by line. Not normalized."""
-    out = []
+    out, to_skip = [], r.skip_lines
     for origin in r.files if r.kind == "files" else [None]:
         it = _iter_file(origin, r.text_field) if origin is not None else _iter_hub(r)
         for t in it:
+            if to_skip:
+                to_skip -= 1
+                continue
             out.append(t)
             if r.max_lines is not None and len(out) >= r.max_lines:
                 return out

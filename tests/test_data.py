@@ -46,6 +46,37 @@ def test_caps(tmp_path):
     assert per_file == ["abcd", "abcd", "efgh", "efgh"]
 
 
+def test_skip_lines_leaves_a_sets_first_records_to_another_split(tmp_path):
+    """``skip_lines``: the first records of the source as a whole (across its files, before any cap), in
+    iter_documents and in source_lines (which keeps empty lines, so parallel sides stay aligned)."""
+    from azllm.data import source_lines
+
+    (tmp_path / "a.txt").write_text("bir\niki\n\nüç\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("dörd\nbeş\n", encoding="utf-8")
+    src = {"path": "*.txt", "skip_lines": 2}
+    assert list(iter_documents(resolve_source(src, tmp_path))) == ["üç", "dörd", "beş"]
+    assert list(iter_documents(resolve_source({**src, "skip_lines": 4, "max_lines": 1}, tmp_path))) == ["dörd"]
+    assert source_lines(resolve_source(src, tmp_path)) == ["", "üç", "dörd", "beş"]
+    with pytest.raises(DataError, match="empty corpus"):
+        list(iter_documents(resolve_source({**src, "skip_lines": 6}, tmp_path)))
+
+
+def test_a_skipped_eval_split_is_still_kept_out_of_training(data_root):
+    """The selection part of FLORES (``skip_lines``) is what the eval sets read; decontamination reads every
+    line; the corpus stage refuses skip_lines on its input."""
+    from azllm.recipes.corpus import held_out_lines, run_corpus
+
+    flores = {"path": "data/az/dev/flores200.dev.azj_Latn.txt", "skip_lines": 150}
+    p = load_params(None, overrides={"data": {"root": str(data_root), "eval": {"flores": flores}, "parallel": {}}})
+    evals, _, _ = eval_sets(p)
+    whole, _, _ = eval_sets(p, whole=True)
+    assert len(evals["flores"]) == 50 and evals["flores"] == whole["flores"][150:] and len(whole["flores"]) == 200
+    assert held_out_lines(p)["flores"] == whole["flores"]
+    bad = load_params(None, overrides={"data": {"root": str(data_root), "train": {"skip_lines": 3}}})
+    with pytest.raises(ValueError, match="data.train.skip_lines: the corpus stage reads every line"):
+        run_corpus(bad)
+
+
 def test_empty_corpus_is_a_clear_error(tmp_path):
     (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
     with pytest.raises(DataError, match="empty corpus"):

@@ -79,6 +79,44 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     assert "prefer.json" in capsys.readouterr().out
 
 
+def test_with_a_verdict_split_judged_pairs_come_from_it_and_the_loops_eval_pairs_from_the_selection(
+    tiny_base, tmp_path, monkeypatch
+):
+    """``sft.verdict_size``: the held-out pairs (accuracy, answers) are built on the verdict conversations, the
+    training loop's eval pairs on the held-out (selection) ones, and training pairs overlap neither. The SFT model's
+    answers come from a recording engine (what is answered is the question here, not how)."""
+    from transformers import AutoTokenizer
+
+    from azllm import engine
+    from azllm.config import load_params
+    from azllm.recipes import sft
+    from azllm.sft.template import prepare_tokenizer
+
+    class Fixed:
+        def complete(self, prompts, decoding):
+            return [{"text": "bilmirəm", "tokens": 1, "stopped": True, "words": 1, "loop": False} for _ in prompts]
+
+    monkeypatch.setattr(engine, "torch_engine", lambda model, tok, **kw: Fixed())
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
+    raw = yaml.safe_load(_params(tmp_path, tiny_base).read_text())
+    raw["sft"]["verdict_size"] = 5
+    cfg = load_params(None, overrides=raw)
+    tok = AutoTokenizer.from_pretrained(str(tiny_base))
+    template = prepare_tokenizer(tok)
+    data = prefer.preference_data(cfg, None, tok, template)
+    convs = sft.sft_data(cfg, tok)
+    verdict, selection = {c["id"] for c in convs["verdict"]}, {c["id"] for c in convs["held_out"]}
+
+    def ids(pairs, built_as):
+        assert all(p["id"].startswith(f"{built_as}/") for p in pairs)
+        return {p["id"].split("/", 1)[1] for p in pairs}
+
+    assert ids(data["held_out"], "held_out") <= verdict and len(data["held_out"]) == min(4, len(verdict)) > 0
+    assert ids(data["selection"], "selection") <= selection and len(data["selection"]) == min(4, len(selection)) > 0
+    assert data["counts"]["selection"]["built"] == len(data["selection"]) and data["sft"]["verdict"] == convs["verdict"]
+    assert not ids(data["train"], "on_policy") & (verdict | selection)
+
+
 def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, monkeypatch):
     """The page: the pairs step by step, the curves, the held-out judgement (accuracy against chance with a binomial
     SE, chrF++ paired against the SFT model, answer length), the answers, the tasks paired, and the index's row."""

@@ -53,6 +53,35 @@ def test_the_data_table_counts_every_step(tiny_base, tmp_path):
     assert d["key"] == sft.sft_data(cfg, tok)["key"]  # the same data, the same key
 
 
+def test_a_verdict_split_is_drawn_first_and_only_judgements_read_it(tiny_base, tmp_path):
+    """``sft.verdict_size``: the first conversations of the keyed hash are the verdict split, the next the
+    held-out (selection) split; none of them is trained on, training text is decontaminated against both, every
+    judgement reads the verdict (judge.judged), and without it the split and the key are those of before."""
+    from azllm.recipes import judge
+
+    tok, _ = sft.sft_tokenizer(params(tiny_base, tmp_path), str(tiny_base))
+    before = sft.sft_data(params(tiny_base, tmp_path), tok)
+    d = sft.sft_data(params(tiny_base, tmp_path, verdict_size=4), tok)
+    c = d["counts"]
+    assert "verdict" not in before["counts"] and before["verdict"] == [] and judge.judged(before) == before["held_out"]
+    assert c["verdict_drawn"] == 4 and c["verdict"] == len(d["verdict"]) == 4 - c["length_verdict"]["dropped_long"]
+    ids = [{x["id"] for x in d[k]} for k in ("train", "held_out", "verdict")]
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert all(x["source"] == "native" for x in d["verdict"]) and judge.judged(d) == d["verdict"]
+    assert ids[2] <= {x["id"] for x in before["held_out"]}  # the same hash: the verdict is drawn first
+    assert d["key"] != before["key"] and before["key"] == sft.sft_data(params(tiny_base, tmp_path), tok)["key"]
+    rows = {r["step"]: r["conversations"] for r in sft.data_rows(c)}
+    assert rows["verdict"] == 4 and rows["held out"] == 5
+    assert (
+        rows["deduplicated"]
+        - rows["held out"]
+        - rows["verdict"]
+        - sum(v for k, v in c["decontaminated"].items() if k != "examples")
+        - c["length"]["dropped_long"]
+        == rows["train"]
+    )
+
+
 def test_a_separate_test_file_is_scored_and_never_trained_on(tiny_base, tmp_path):
     """``sft.eval_sources``: every conversation of the user's own test set is held out, with ``holdout_size`` 0
     (drawing the whole source was refused: "leaves no training conversation"), and a training conversation that

@@ -92,6 +92,9 @@ def test_encode_source_and_corpus_stats(tok, tmp_path):
     first = encode_source(r, tok, tmp_path / "t", progress=False)
     assert not first["skipped"] and first["train_docs"] + first["val_docs"] == len(docs)
     assert encode_source(r, tok, tmp_path / "t", progress=False)["skipped"]  # by the files' sha256s
+    skip = resolve_source({"path": "data/az/train/*.txt", "max_bytes_per_file": 5_000, "skip_lines": 3}, FIXTURES)
+    later = encode_source(skip, tok, tmp_path / "t", progress=False)  # other lines: encoded again, not reused
+    assert not later["skipped"] and later["train_docs"] + later["val_docs"] == len(list(iter_documents(skip)))
     stats = corpus_stats(r, tok)
     total = stats[-1]
     assert total["source"] == "all" and len(stats) == len(r.files) + 1

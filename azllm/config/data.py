@@ -41,6 +41,11 @@ class SourceConfig(Section):
     """Local files only: cap each file at this many bytes (rebalances genres)."""
     max_lines: int | None = None
     """Stop after this many documents."""
+    skip_lines: int = Field(default=0, ge=0)
+    """Skip the source's first this many records (lines of a text file, records of a jsonl; across its files in
+    order) before any cap: the rest of a set whose first lines are another split's. An evaluation set read from line
+    ``N`` on is the selection split beside a verdict split of its first ``N`` lines (``evaluate.local`` tasks with
+    ``first: N``). The corpus stage still keeps every line of an evaluation file out of training."""
     license: str | None = None
     """The SPDX id of every file or hub dataset this source reads (``CC-BY-SA-4.0``, ``MIT``,
     ``LicenseRef-research-only``); None: :data:`azllm.licenses.KNOWN` by the file's path under the data root. A

@@ -67,6 +67,13 @@ class SftConfig(Section):
     conversation of ``eval_sources``; 0: none drawn."""
     holdout_seed: int = 0
     """Key of the hash that picks the held-out split (keep it fixed to compare runs)."""
+    verdict_size: int = Field(default=0, ge=0)
+    """Conversations of ``holdout_source`` kept for the verdict alone: never trained on, and no choice reads them
+    (not early stopping, not the best checkpoint, not a sweep's). Every model, the original base included, answers
+    them with the same decoding, and every judgement reads them: the SFT stage's chrF++, the controls, preference
+    tuning's accuracy and answers, the deploy checks. The ``holdout_size`` conversations are then the selection
+    split (held-out loss, the best checkpoint, preference tuning's eval pairs). Drawn first, by the same keyed hash.
+    0: the held-out split is both (as in the records made before this field)."""
     on_bad_record: Literal["error", "drop"] = "error"
     """A record with an unknown role, no assistant turn, or ending on a user turn: stop with an error naming it,
     or drop it and count it in the data table."""

@@ -49,6 +49,11 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
     """The corpus stage on ``data.train`` (:func:`azllm.corpus.clean_corpus`); returns its manifest."""
     from ..corpus import clean_corpus
 
+    if cfg.data.train.skip_lines:
+        raise ValueError(
+            "data.train.skip_lines: the corpus stage reads every line of its input (skip_lines splits "
+            "evaluation sets); narrow data.train.path instead"
+        )
     settings = cfg.corpus
     cores = os.cpu_count() or 1
     return clean_corpus(
@@ -71,9 +76,10 @@ def run_corpus(cfg: Config, *, force: bool = False) -> dict:
 
 
 def held_out_lines(cfg: Config) -> dict[str, list[str]]:
-    """Every text the corpus stage keeps out of training, by set: the eval sets, the Azerbaijani side of the
-    parallel sets and the local tasks' texts (``task:<name>``, :func:`azllm.recipes.tasks.decontamination_sets`)."""
-    evals, parallel, _ = eval_sets(cfg)
+    """Every text the corpus stage keeps out of training, by set: the eval sets (every line, ``skip_lines``
+    aside), the Azerbaijani side of the parallel sets and the local tasks' texts (``task:<name>``,
+    :func:`azllm.recipes.tasks.decontamination_sets`)."""
+    evals, parallel, _ = eval_sets(cfg, whole=True)
     return {**evals, **{f"{name}.az": pair[0] for name, pair in parallel.items()}, **decontamination_sets(cfg)}
 
 
@@ -154,8 +160,11 @@ def corpus_source(cfg: Config, *, show=lambda line: None) -> azdata.Resolved:
     return azdata.resolve_source({"path": require(cfg, "corpus", show=show)["artifact"]}, None)
 
 
-def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]], dict]:
-    """The held-out sets and line-parallel pairs (normalized lines, order kept) and their resolved sources.
+def eval_sets(
+    cfg: Config, *, whole: bool = False
+) -> tuple[dict[str, list[str]], dict[str, tuple[list[str], list[str]]], dict]:
+    """The held-out sets and line-parallel pairs (normalized lines, order kept) and their resolved sources;
+    ``whole``: every line of their files, ``skip_lines`` aside (what decontamination keeps out).
 
     Returns ``(eval_sets, parallel, resolved)``; ``resolved`` maps ``eval.<name>`` / ``parallel.<name>.<side>`` to
     the :class:`azllm.data.Resolved` of each input, for the sha256s in the report.
@@ -164,12 +173,14 @@ def eval_sets(cfg: Config) -> tuple[dict[str, list[str]], dict[str, tuple[list[s
 
     evals, parallel, resolved = {}, {}, {}
     for name, spec in cfg.data.eval.items():
-        resolved[f"eval.{name}"] = r = resolve(cfg, spec)
+        resolved[f"eval.{name}"] = r = resolve(cfg, spec, **({"skip_lines": 0} if whole else {}))
         evals[name] = list(azdata.iter_documents(r))
     for name, pair in cfg.data.parallel.items():
         sides = {}
         for side in ("az", "en"):
-            resolved[f"parallel.{name}.{side}"] = r = resolve(cfg, getattr(pair, side))
+            resolved[f"parallel.{name}.{side}"] = r = resolve(
+                cfg, getattr(pair, side), **({"skip_lines": 0} if whole else {})
+            )
             sides[side] = [normalize(t) for t in azdata.source_lines(r)]
         if len(sides["az"]) != len(sides["en"]):
             raise azdata.DataError(

@@ -1,4 +1,5 @@
-"""Held-out answers and their judgement, the same for every stage (SFT, the controls, preference tuning): one
+"""Held-out answers and their judgement, the same for every stage (SFT, the controls, preference tuning): one split
+(:func:`judged`: the verdict split when the params draw one, else the held-out split), one
 decoding (:func:`decoding`: greedy, ``sft.max_new_tokens``, ``sft.repetition_penalty``), one engine
 (:func:`answer_engine`: :mod:`azllm.engine`), the answers scored (:func:`scored_answers`: chrF++, loops, empty
 answers), a base's answers before any step (:func:`base_answers`) and a paired before -> after change
@@ -13,6 +14,7 @@ from ..sft.template import Template
 from .paths import Paths
 
 __all__ = [
+    "judged",
     "decoding",
     "answer_decoding",
     "answer_engine",
@@ -21,6 +23,11 @@ __all__ = [
     "chrf_change",
     "answer_change",
 ]
+
+
+def judged(data: SftData) -> list[dict]:
+    """The conversations every judgement reads: the verdict split (``sft.verdict_size``), else the held-out one."""
+    return data.get("verdict") or data["held_out"]
 
 
 def decoding(cfg: Config) -> dict:
@@ -46,11 +53,11 @@ def answer_engine(cfg: Config, model, tokenizer, template: Template):
 
 def scored_answers(cfg: Config, model, tokenizer, template: Template, data: SftData) -> dict:
     """``{"rows", "chrf++", "stopped_share", "loop_share", "empty_share", "mean_words"}``: greedy answers to the
-    held-out instructions (``sft.repetition_penalty``), each with its chrF++, word count and loop flag (an answer of
-    no word is empty: it neither loops nor answers)."""
+    judged instructions (:func:`judged`; ``sft.repetition_penalty``), each with its chrF++, word count and loop
+    flag (an answer of no word is empty: it neither loops nor answers)."""
     from ..sft.generate import chrf_scores, generate_answers
 
-    rows = generate_answers(answer_engine(cfg, model, tokenizer, template), data["held_out"], answer_decoding(cfg))
+    rows = generate_answers(answer_engine(cfg, model, tokenizer, template), judged(data), answer_decoding(cfg))
     scores = chrf_scores([r["answer"] for r in rows], [r["reference"] for r in rows])
     for r, s in zip(rows, scores["per_answer"]):
         r["chrf++"] = s

@@ -10,7 +10,9 @@ Reads ``preference`` (and, through the SFT recipe, ``sft``, ``model``, ``data`` 
    conversations of ``build_sources`` chosen over the SFT model's own greedy answers (on-policy), and native
    answers over machine-translated ones where a prompt has both. Training pairs are decontaminated against the
    held-out conversations and every evaluation text (SFT's rule), and refused when a prompt fills ``max_length``.
-   The held-out pairs are built the same way from the SFT stage's held-out conversations, never trained on.
+   The held-out pairs are built the same way from the conversations the SFT stage judges on
+   (:func:`azllm.recipes.judge.judged`: its verdict split when ``sft.verdict_size`` draws one), never trained on;
+   with a verdict split, the training loop's eval pairs are built from the selection split instead.
 3. **The run** (:func:`azllm.prefer.train.run_preference`) in ``Paths.preference/<method>-<key>``, resumed when
    interrupted.
 4. **The judgement** (:func:`judge`), each with its standard error: preference accuracy on the held-out pairs
@@ -95,8 +97,11 @@ def _answered_pairs(model, tok, template: Template, convs: list[dict], source: s
 
 
 def preference_data(cfg: Config, model, tok, template: Template) -> dict:
-    """``{"train", "held_out", "counts", "shares"}`` (module docstring, step 2); ``model`` answers the prompts."""
+    """``{"train", "held_out", "selection", "counts", "shares", "sft"}`` (module docstring, step 2); ``model``
+    answers the prompts. ``held_out``: the pairs every judgement reads (built from :func:`azllm.recipes.judge.judged`);
+    ``selection``: the training loop's eval pairs (the same pairs without ``sft.verdict_size``)."""
     from ..prefer.data import check_lengths, decontaminate_pairs, native_over_mt, source_shares
+    from .judge import judged
     from .sft import eval_texts, sft_data
 
     p, s = cfg.preference, cfg.sft
@@ -114,18 +119,28 @@ def preference_data(cfg: Config, model, tok, template: Template) -> dict:
         mt = native_over_mt(native, translated)
         counts["native_over_mt"] = len(mt)
         train += built + mt
-    held, counts["held_out"] = _answered_pairs(
-        model, tok, template, data["held_out"][: p.held_out_pairs], "held_out", cfg
-    )
+    held, counts["held_out"] = _answered_pairs(model, tok, template, judged(data)[: p.held_out_pairs], "held_out", cfg)
+    selection = held
+    if data.get("verdict"):  # the training loop's eval pairs come from the selection split, never the verdict's
+        selection, counts["selection"] = _answered_pairs(
+            model, tok, template, data["held_out"][: p.held_out_pairs], "selection", cfg
+        )
     texts, _ = eval_texts(cfg)
     train, counts["decontaminated"] = decontaminate_pairs(
-        train, held_out=data["held_out"], eval_texts=texts, n=s.decontaminate_ngram
+        train, held_out=data["held_out"] + data.get("verdict", []), eval_texts=texts, n=s.decontaminate_ngram
     )
-    if not train or not held:
+    if not train or not held or not selection:
         raise ValueError(f"preference tuning needs training and held-out pairs; got {len(train)} and {len(held)}")
-    check_lengths(train + held, tok, p.max_length)
+    check_lengths(train + held + (selection if selection is not held else []), tok, p.max_length)
     counts["trained"] = len(train)
-    return {"train": train, "held_out": held, "counts": counts, "shares": source_shares(train), "sft": data}
+    return {
+        "train": train,
+        "held_out": held,
+        "selection": selection,
+        "counts": counts,
+        "shares": source_shares(train),
+        "sft": data,
+    }
 
 
 def _unpaired(pairs: list[dict]) -> list[dict]:
@@ -314,7 +329,10 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
         desc["lora"] = lora_kwargs(cfg)
     pairs = [[p["prompt"], p["chosen"], p["rejected"]] for p in data["train"]]
     held = [p["id"] for p in data["held_out"]]
-    key = json_hash({"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": held, "decoding": decoding(cfg)})
+    keyed = {"model": desc, "spec": spec.keyed(), "pairs": pairs, "held": held, "decoding": decoding(cfg)}
+    if data["selection"] is not data["held_out"]:  # without a verdict split, the key of the records made before it
+        keyed["selection"] = [p["id"] for p in data["selection"]]
+    key = json_hash(keyed)
     out = (Path(sm["checkpoints"]) if sm else Paths.of(cfg).preference) / f"{spec.method}-{method}-{key}"
     try:
         done = json.loads((out / "prefer.json").read_text())
@@ -336,7 +354,7 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
         tok,
         spec,
         train_pairs=shaped(data["train"]),
-        eval_pairs=shaped(data["held_out"]),
+        eval_pairs=shaped(data["selection"]),
         output_dir=out,
         key=key,
         peft_config=peft,

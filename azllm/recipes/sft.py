@@ -191,13 +191,14 @@ def sft_data(cfg: Config, tokenizer) -> SftData:
     tests, _ = clean_conversations(read(s.eval_sources, per_test))
     cleaned, c_counts = clean_conversations(convs)
     deduped, d_counts = dedupe_prompts(cleaned, threshold=s.near_dup_threshold)
-    train, held = holdout_split(deduped, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
-    drawn = len(held)
+    rest, verdict = holdout_split(deduped, source=s.holdout_source, size=s.verdict_size, seed=s.holdout_seed)
+    train, held = holdout_split(rest, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
+    drawn, v_drawn = len(held), len(verdict)
     held += tests
     notes: list[str] = []
     if s.decontaminate:
         texts, notes = eval_texts(cfg)
-        train, x_counts = decontaminate(train, held_out=held, eval_texts=texts, n=s.decontaminate_ngram)
+        train, x_counts = decontaminate(train, held_out=held + verdict, eval_texts=texts, n=s.decontaminate_ngram)
     else:
         x_counts = {"held_out": 0, "examples": {}}
     train, l_counts = apply_length_limit(
@@ -205,6 +206,9 @@ def sft_data(cfg: Config, tokenizer) -> SftData:
     )
     held, lh_counts = apply_length_limit(
         held, conversation_lengths(tokenizer, held), max_length=s.max_length, policy=s.length_policy
+    )
+    verdict, lv_counts = apply_length_limit(
+        verdict, conversation_lengths(tokenizer, verdict), max_length=s.max_length, policy=s.length_policy
     )
     for name in per_source:
         per_source[name]["train"] = sum(c["source"] == name for c in train)
@@ -228,8 +232,13 @@ def sft_data(cfg: Config, tokenizer) -> SftData:
         "length_held_out": lh_counts,
         "train": len(train),
     }
-    key = json_hash({"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}, n=12)
-    return {"train": train, "held_out": held, "counts": counts, "notes": notes, "key": key}
+    if v_drawn:  # only with a verdict split: the records made before it keep their counts
+        counts.update(verdict_drawn=v_drawn, verdict=len(verdict), length_verdict=lv_counts)
+    keyed = {"train": [c["messages"] for c in train], "held": [c["messages"] for c in held]}
+    if verdict:  # without a verdict split, the key of the records made before it
+        keyed["verdict"] = [c["messages"] for c in verdict]
+    key = json_hash(keyed, n=12)
+    return {"train": train, "held_out": held, "verdict": verdict, "counts": counts, "notes": notes, "key": key}
 
 
 def data_rows(counts: dict) -> list[dict]:
@@ -259,11 +268,24 @@ def data_rows(counts: dict) -> list[dict]:
             "conversations": d["held_out_drawn"],
             "note": f"fixed split of {d['held_out_origin']} text"
             + (f", + {d['eval_sources']} of sft.eval_sources (never trained on)" if d.get("eval_sources") else "")
-            + f"; {d['held_out']} within max_length",
+            + f"; {d['held_out']} within max_length"
+            + ("; the selection split: held-out loss and every choice" if d.get("verdict_drawn") else ""),
         },
+        *(
+            [
+                {
+                    "step": "verdict",
+                    "conversations": d["verdict_drawn"],
+                    "note": f"fixed split of {d['held_out_origin']} text, drawn first: every judgement reads it, "
+                    f"no choice does; {d['verdict']} within max_length",
+                }
+            ]
+            if d.get("verdict_drawn")
+            else []
+        ),
         {
             "step": "decontaminated",
-            "conversations": d["after_dedupe"] - d["held_out_drawn"] - sum(x.values()),
+            "conversations": d["after_dedupe"] - d["held_out_drawn"] - d.get("verdict_drawn", 0) - sum(x.values()),
             "note": ", ".join(f"{k}: {v}" for k, v in x.items()) + " dropped",
         },
         {

@@ -541,7 +541,8 @@ def encode_source(resolved, tokenizer, out_dir: str | os.PathLike, **kwargs) -> 
         inputs = {
             "sha256": {Path(f).name: s for f, s in resolved.sha256s().items()},
             "normalize": True,
-            "caps": [resolved.max_bytes, resolved.max_bytes_per_file, resolved.max_lines],
+            "caps": [resolved.max_bytes, resolved.max_bytes_per_file, resolved.max_lines]
+            + ([resolved.skip_lines] if resolved.skip_lines else []),  # the files encoded before it keep their key
             "text_field": resolved.text_field,
         }
     return encode_corpus(lambda: iter_documents(resolved), tokenizer, out_dir, inputs=inputs, **kwargs)
