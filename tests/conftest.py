@@ -276,16 +276,47 @@ def hub(monkeypatch):
     uninstall()
 
 
+PATHS_COUNTER = """
+import json, os
+try:  # every process of the run (the notebooks' kernels, the fresh processes they start) logs each Paths it builds
+    from azllm.recipes.paths import Paths
+
+    _init = Paths.__init__
+
+    def _counted(self, cfg):
+        _init(self, cfg)
+        with open(os.environ["AZLLM_TEST_PATHS_LOG"], "a") as f:
+            f.write(json.dumps([os.getpid(), cfg.run_name, cfg.tokens.dir, str(self.data_root)]) + "\\n")
+
+    Paths.__init__ = _counted
+except Exception:
+    pass
+"""
+"""The ``sitecustomize`` of :func:`adapt_report`'s processes: one line per :class:`Paths` built (pid, run name,
+token folder, data root) in ``$AZLLM_TEST_PATHS_LOG``."""
+
+
 @pytest.fixture(scope="session")
 def adapt_report(tmp_path_factory):
     """Notebooks 05, 06 and 08 (whose teacher is 05's best run) on the tiny params and the fixture data, once per
-    session: ``(run_dir, metrics, artifacts)``."""
+    session: ``(run_dir, metrics, artifacts)``. Every process of the run logs the Paths it builds
+    (:data:`PATHS_COUNTER`) into ``paths.log`` beside ``art``."""
     import json
     import os
 
     tmp = tmp_path_factory.mktemp("adapt-eval")
-    old = {k: os.environ.get(k) for k in ("AZLLM_ARTIFACTS", "AZLLM_DATA_ROOT")}
-    os.environ.update({"AZLLM_ARTIFACTS": str(tmp / "art"), "AZLLM_DATA_ROOT": str(FIXTURES)})
+    hook = tmp / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PATHS_COUNTER)
+    old = {k: os.environ.get(k) for k in ("AZLLM_ARTIFACTS", "AZLLM_DATA_ROOT", "PYTHONPATH", "AZLLM_TEST_PATHS_LOG")}
+    os.environ.update(
+        {
+            "AZLLM_ARTIFACTS": str(tmp / "art"),
+            "AZLLM_DATA_ROOT": str(FIXTURES),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(hook), old["PYTHONPATH"]) if p),
+            "AZLLM_TEST_PATHS_LOG": str(tmp / "paths.log"),
+        }
+    )
     try:
         run_dir, ok = run_notebooks(
             REPO / "params/tiny.yaml",

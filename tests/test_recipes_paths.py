@@ -1,5 +1,6 @@
 """Where a run's things live (azllm.recipes.paths.Paths): one object, every folder under the run's artifacts."""
 
+import json
 from pathlib import Path
 
 from azllm.config import load_params
@@ -57,3 +58,13 @@ def test_without_a_setting_the_data_root_is_shared_beside_the_repository(tmp_pat
     assert Paths(load_params(None)).data_root == (tmp_path / "shared").resolve()
     monkeypatch.setenv("AZLLM_DATA_ROOT", "")
     assert Paths(load_params(None)).data_root is None
+
+
+def test_one_azllm_run_builds_each_runs_paths_once_per_process(adapt_report):
+    """Notebooks 05, 06 and 08 as ``azllm run`` runs them: every process (a kernel per notebook, and what they start)
+    builds the Paths of one run (its name, token folder and data root) once, and asks Paths.of after that."""
+    _, _, art = adapt_report
+    rows = [tuple(json.loads(line)) for line in (art.parent.parent / "paths.log").read_text().splitlines()]
+    assert len({pid for pid, *_ in rows}) >= 3 and any(run == "tiny" for _, run, *_ in rows)
+    again = sorted({r for r in rows if rows.count(r) > 1})
+    assert not again, f"built more than once in one process: {again}"
