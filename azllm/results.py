@@ -371,8 +371,30 @@ def wall_time(rec: Record) -> str:
     )
 
 
+def _sweep(rec: Record) -> list[str]:
+    """A sweep's record (``{"sweep", "run", "rule", "variants", "chosen"}``): each variant's settings and judgement
+    in one row, and the setting the rule chose."""
+    r, variants = rec["run"], rec["variants"]
+    settings = list(dict.fromkeys(k for v in variants for k in v["settings"]))
+    measures = [m["measure"] for m in variants[0]["judgement"]]
+    title = (
+        f"Sweep of the {rec['sweep']} settings on run `{r['run_name']}` (`{r['params_file']}`) at commit "
+        f"{str(r['git_commit'])[:7]}, {r['time_utc']}: {r['base_settings']}. Judged on {r['judged_on']}; before is "
+        "the SFT model (chance for the accuracy)."
+    )
+    lines = heading(title, ["variant", *settings, *measures])
+    for v in variants:
+        by = {m["measure"]: m for m in v["judgement"]}
+        cells = [cell(v["settings"].get(k), "{:g}") for k in settings]
+        cells += [change(by[m], score_format(m, None)) if m in by else "—" for m in measures]
+        lines.append(f"| {v['name']} | {' | '.join(cells)} |")
+    return [*lines, "", f"Chosen: **{rec['chosen']}** ({rec['rule']}).", ""]
+
+
 def markdown(rec: Record) -> str:
-    """The run's tables as Markdown (what the README holds between its markers)."""
+    """The run's tables as Markdown (what the README holds between its markers); a sweep's record, its one table."""
+    if rec.get("sweep"):
+        return "\n".join(_sweep(rec)).rstrip() + "\n"
     parts = [_pages(rec), _corpus(rec), _tokenizers(rec), _train(rec), _benchmark(rec)]
     parts += [_genres(rec), _adapt(rec), _tasks(rec), _power(rec), _stages(rec), _sft(rec)]
     parts += [_preference(rec), _distill(rec)]

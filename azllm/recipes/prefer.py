@@ -41,6 +41,7 @@ __all__ = [
     "judge",
     "data_rows",
     "judgement_rows",
+    "chosen_setting",
     "page_record",
     "prefer_command",
     "preference_benchmark",
@@ -204,6 +205,30 @@ def data_rows(record: dict) -> list[dict]:
     rows += [{"step": f"trained on: {k}", "pairs": round(v * c["trained"]), "share": v} for k, v in shares.items()]
     rows.append({"step": "held out (never trained on)", "pairs": c["held_out"]["built"], "share": None})
     return rows
+
+
+def chosen_setting(variants: list[dict]) -> dict | None:
+    """The best measured preference setting of a sweep: among the variants (``{"name", "settings", "judgement":
+    judgement_rows(...)}``) whose preference accuracy is above chance beyond the noise and whose answers' chrF++ did
+    not fall beyond it, the one with the largest chrF++ change; None when no variant helps.
+
+    >>> def judged(chrf, verdict):
+    ...     acc = {"measure": "preference accuracy", "delta": 0.4, "verdict": "gain"}
+    ...     return [acc, {"measure": "chrF++", "delta": chrf, "verdict": verdict}]
+    >>> sweep = [{"name": "a", "judgement": judged(-3.0, "loss")}, {"name": "b", "judgement": judged(0.2, "·")}]
+    >>> chosen_setting(sweep)["name"]
+    'b'
+    """
+
+    def of(v: dict, measure: str) -> dict:
+        return next(r for r in v["judgement"] if r["measure"].startswith(measure))
+
+    helps = [
+        v
+        for v in variants
+        if of(v, "preference accuracy")["verdict"] == "gain" and of(v, "chrF++")["verdict"] != "loss"
+    ]
+    return max(helps, key=lambda v: of(v, "chrF++")["delta"], default=None)
 
 
 def judgement_rows(record: dict) -> list[dict]:
