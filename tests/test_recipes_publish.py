@@ -137,17 +137,17 @@ def test_the_card_text_names_every_measure_that_did_not_move_or_moved_down(runs)
     rows = [{**r, "task": r["measure"]} for r in p["judgement"]] + p["tasks_before_after"]
     flat = [r["task"] for r in rows if r["verdict"] == "within noise"]
     down = [r["task"] for r in rows if r["verdict"] == "loss"]
-    assert flat and down
+    assert flat
     noise = next(line for line in text.splitlines() if line.startswith("- Did not move beyond the noise"))
-    fell = next(line for line in text.splitlines() if line.startswith("- Moved down"))
-    assert all(t in noise for t in flat) and all(t in fell for t in down)
+    fell = [line for line in text.splitlines() if line.startswith("- Moved down")]
+    assert all(t in noise for t in flat) and (all(t in fell[0] for t in down) if down else not fell)
     for r in p["tasks_before_after"]:  # every score's standard error and before value are in the table
         row = next(line for line in text.splitlines() if line.startswith(f"| {r['task']} |"))
         assert f"{r['delta_se']:.3f}" in row or f"{r['delta_se']:.2f}" in row
     for r in p["judgement"][:2]:  # the items, from a record written before the rows held n: the measure's name
         row = next(line for line in text.splitlines() if line.startswith(f"| {r['measure']} |"))
         assert row.split(" | ")[1] == "24" and "(24 held-out" in r["measure"]
-    assert "| adapt |" in text and "| preference | DPO (lora)" in text and "d83c0195d6e1" in text
+    assert "| adapt |" in text and "| preference | DPO (lora)" in text and RECORD["run"]["git_commit"][:12] in text
 
 
 def test_a_real_upload_with_research_only_inputs_is_refused_before_staging_or_any_request(runs, hub, monkeypatch):
