@@ -10,9 +10,9 @@ the same items where items exist), · within noise, ? a change without an error 
 ...     "delta": 0.05, "delta_se": 0.03, "verdict": "within noise", "mde": 0.08}])))
 Title.
 <BLANKLINE>
-| measure | items | before | after (Δ ± SE) | MDE |
-| --- | --- | --- | --- | --- |
-| sib200_az | 47 | 0.200 | 0.250 (+0.050 ± 0.030 ·) | 0.080 |
+| measure | items | chance | before | after (Δ ± SE) | MDE |
+| --- | --- | --- | --- | --- | --- |
+| sib200_az | 47 | — | 0.200 | 0.250 (+0.050 ± 0.030 ·) | 0.080 |
 <BLANKLINE>
 """
 
@@ -59,14 +59,15 @@ def heading(title: str, columns: list[str]) -> list[str]:
 
 
 def pair_table(title: str, rows: list[dict]) -> list[str]:
-    """Rows of before -> after comparisons (a task's or a measure's) as a table: items, before, after with the
-    change and its mark, and the minimum detectable effect."""
-    lines = heading(title, ["measure", "items", "before", "after (Δ ± SE)", "MDE"])
+    """Rows of before -> after comparisons (a task's or a measure's) as a table: items, chance (what a model that
+    does nothing scores: a guess, a copied source, an echoed instruction; — where none is recorded), before, after
+    with the change and its mark, and the minimum detectable effect."""
+    lines = heading(title, ["measure", "items", "chance", "before", "after (Δ ± SE)", "MDE"])
     for r in rows:
         name = r.get("task") or r.get("measure")
         fmt = score_format(name, r.get("metric"))
         lines.append(
-            f"| {name} | {r.get('n') or '—'} | {cell(r['before'], fmt)} | {change(r, fmt)} | "
-            f"{cell(r.get('mde'), fmt)} |"
+            f"| {name} | {r.get('n') or '—'} | {cell(r.get('chance'), fmt)} | {cell(r['before'], fmt)} | "
+            f"{change(r, fmt)} | {cell(r.get('mde'), fmt)} |"
         )
     return [*lines, ""]

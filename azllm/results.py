@@ -78,7 +78,7 @@ def _tasks(rec: Record) -> list[str]:
         fmt = score_format(t, first.get("metric"))
         cells = [change(by[(t, run)], fmt) if (t, run) in by else "—" for run in runs]
         lines.append(
-            f"| {t} | {first.get('metric')} | {first.get('n')} | {cell(first.get('chance'))} | "
+            f"| {t} | {first.get('metric')} | {first.get('n')} | {cell(first.get('chance'), fmt)} | "
             f"{cell(first['before'], fmt)} ± {cell(first.get('before_se'), fmt)} | {' | '.join(cells)} |"
         )
     return [*lines, ""]
@@ -278,7 +278,7 @@ def _power(rec: Record) -> list[str]:
     for r in rows:
         fmt = score_format(r["task"], r.get("metric"))
         lines.append(
-            f"| {r['task']} | {r.get('n')} | {cell(r.get('chance'))} | {cell(r['median_se'], fmt)} | "
+            f"| {r['task']} | {r.get('n')} | {cell(r.get('chance'), fmt)} | {cell(r['median_se'], fmt)} | "
             f"{cell(r['mde'], fmt)} | {cell(r['largest_change'], fmt)} |"
         )
     return [*lines, ""]
@@ -293,7 +293,12 @@ def _stages(rec: Record) -> list[str]:
         f"**Which stage helps (07)**: chrF++ of the same {rows[0]['n']} held-out native answers from each model "
         f"(greedy, {dec.get('max_new_tokens')} new tokens, repetition penalty {dec.get('repetition_penalty')} on the "
         f"answer's own tokens), each paired against the {rows[0]['model']}; a loop is an answer in which one word "
-        "3-gram occurs three times or more.",
+        "3-gram occurs three times or more."
+        + (
+            f" Chance: {rows[0]['chance']:.2f}, each instruction echoed as its answer."
+            if rows[0].get("chance") is not None
+            else ""
+        ),
         ["model", "chrF++ (Δ ± SE)", "MDE", "mean words", "loop rate", "stopped"],
     )
     for r in rows:

@@ -490,10 +490,12 @@ def ranking_sentence(rank: list[dict], az_task: str, en_task: str) -> str:
 
 def moved_sentence(moved: dict) -> str:
     """What the study shows (:func:`azllm.recipes.evaluate.moved`) in plain words: the changes beyond the noise,
-    or that none moved and what the curves say it would take; a base at chance is called a stand-in."""
+    or that none moved and what the curves say it would take; a base at chance is called a stand-in, and a
+    translation change whose scores both sit at or below the identity baseline (the source copied) says so."""
 
     def change(r):
-        return f"{r['task']} {r['way']}/{r['method']} {r['delta']:+.3f} ± {r['delta_se']:.3f} ({r['verdict']})"
+        low = f", at or below the identity baseline {r['chance']:.2f} before and after" if r.get("below_baseline") else ""
+        return f"{r['task']} {r['way']}/{r['method']} {r['delta']:+.3f} ± {r['delta_se']:.3f} ({r['verdict']}{low})"
 
     z = moved["z"]
     s = ""

@@ -48,7 +48,21 @@ def test_hashes_are_stable_and_follow_the_data():
 def test_chance_levels():
     assert chance(task("sib200_az")[0]) == pytest.approx(1 / 7)
     assert chance(task("tumlu_az")[0]) == 0.25
-    assert chance(task("flores_en_az")[0]) is None
+    assert chance(task("tumlu_az_cot")[0]) is None  # generative, and no translation: no chance level
+
+
+def test_a_translation_s_chance_is_the_source_copied_as_its_translation():
+    """FLORES: corpus chrF++ (sacrebleu, word bigrams, as the task scores) of each test source taken as its own
+    translation, on the test items ``first`` keeps; each direction has its own."""
+    from sacrebleu.metrics import CHRF
+
+    for name in ("flores_en_az", "flores_az_en"):
+        (t,) = task(name)
+        rows = task_rows(t)
+        want = CHRF(word_order=2).corpus_score([r["source"] for r in rows], [[r["target"] for r in rows]]).score
+        assert chance(t) == pytest.approx(want) and 0 < want < 100
+    (short,) = task("flores_az_en", first=2)
+    assert len(task_rows(short)) == 2 and chance(short) != chance(task("flores_az_en")[0])
 
 
 def test_flores_needs_a_lang_placeholder(tmp_path):

@@ -11,6 +11,7 @@ def _answers(scores, words=5, loops=(), ids=None):
         {
             "id": i,
             "answer": f"cavab {s}",
+            "prompt": "cavab nədir?",
             "reference": "cavab 100",
             "chrf++": s,
             "words": words,
@@ -46,6 +47,8 @@ def test_stage_rows_pair_every_stage_with_the_first_on_common_answers():
     assert (sft_row["delta"], sft_row["delta_se"], sft_row["mde"]) == pytest.approx(
         (want["delta"], want["se"], want["mde"])
     )
+    echo = CHRF(word_order=2).corpus_score(["cavab nədir?"] * 3, [["cavab 100"] * 3]).score
+    assert all(r["chance"] == pytest.approx(echo) for r in rows)  # the instructions echoed, on the common answers
     assert controls.stage_rows(cfg, {}) == []
 
 

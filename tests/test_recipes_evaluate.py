@@ -172,6 +172,9 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     }
     real = {"tasks": {"sib200_en": {"value": 0.53, "stderr": 0.07, "chance": 1 / 7}}}
     assert base_at_chance(cfg, at_chance) and not base_at_chance(cfg, real)  # the probe is not a chance task
+    below_copy = {"value": 8.0, "stderr": 0.5, "chance": 16.0, "output_type": "generate_until"}
+    with_flores = {"tasks": {**at_chance["tasks"], "flores_az_en": below_copy}}
+    assert base_at_chance(cfg, with_flores)  # a translation's identity baseline is not a guess to sit at
     assert not base_at_chance(cfg, {"tasks": {}})
     curves = {"eval": {"flores": [{"step": 0, "bpb": 3.0}, {"step": 40, "bpb": 2.5}, {"step": 50, "bpb": 2.45}]}}
     runs = [
@@ -206,6 +209,11 @@ def test_moved_lists_changes_beyond_the_noise_and_extrapolates_the_rest():
     m = moved(cfg, at_chance, rows, runs)
     assert [r["way"] for r in m["az"]] == ["keep"] and m["to_signal"] == []
     assert moved_sentence(m).startswith("The base is a stand-in")
+    flores = {**_row("extend", "flores_az_en", -6.0, 0.7, "loss", "en"), "metric": "chrf", "chance": 16.0}
+    m = moved(cfg, real, [{**flores, "before": 12.9, "after": 6.9, "below_baseline": True}], runs)
+    assert "flores_az_en extend/lora -6.000 ± 0.700 (loss, at or below the identity baseline 16.00" in moved_sentence(m)
+    m = moved(cfg, real, [{**flores, "before": 17.0, "after": 11.0, "below_baseline": False}], runs)
+    assert "identity baseline" not in moved_sentence(m)  # it translated before: the loss is a loss
 
 
 def test_the_ranking_record_names_the_winner():
@@ -249,8 +257,9 @@ def test_power_rows_give_each_tasks_median_se_and_mde():
 @pytest.mark.parametrize("name", ["smollm2", "smollm2_long"])
 def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     """Every local task of both studies resolves under the shared data root; both probe SIB-200 on train + dev (420
-    items, each counted once) and score its multiple choice on the 47 dev items; the long study scores FLORES on 100
-    sentences each way, with English replay and the controls of 07."""
+    items, each counted once) and score its multiple choice on the 47 dev items; the long study scores FLORES on 200
+    sentences each way, with English replay and the controls of 07. Both judge on verdict splits that no choice
+    reads: FLORES dev's first lines (adaptation's bits per byte read the rest) and 50 native conversations."""
     from azllm.evaluation.tasks import task_rows
     from azllm.recipes.tasks import local_configs, probe_rows
 
@@ -261,6 +270,13 @@ def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     train, test = probe_rows(cfg, "sib200_az")
     assert len({r["id"] for r in train + test}) == 420 and len(sib) == 47 and cfg.sft.repetition_penalty == 1.2
     if name == "smollm2_long":
-        assert len(flores) == 100 and cfg.adapt.replay == 0.25 and cfg.sft.controls
+        assert len(flores) == 200 and cfg.adapt.replay == 0.25 and cfg.sft.controls
     else:
-        assert len(flores) == 8 and not cfg.adapt.replay and not cfg.sft.controls
+        assert len(flores) == 24 and not cfg.adapt.replay and not cfg.sft.controls
+    # choosing apart from judging: the FLORES lines the verdict tasks score are not what adaptation's choice reads
+    from azllm.data import source_lines
+    from azllm.recipes.sources import resolve
+
+    selection = set(source_lines(resolve(cfg, cfg.data.eval["flores"])))
+    assert len(selection) > 700 and not selection & {r["target"] for r in flores}
+    assert cfg.sft.verdict_size == 50 and cfg.preference.held_out_pairs == 50

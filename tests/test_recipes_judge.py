@@ -12,6 +12,8 @@ def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(ti
     and template); chrf_change's standard error is that of the per-answer differences."""
     import math
 
+    from azllm.sft.generate import chrf_scores
+
     cfg = params(tiny_base, tmp_path)
     tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
     data = sft.sft_data(cfg, tok)
@@ -27,6 +29,8 @@ def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(ti
     ch = judge.chrf_change(cfg, {**before, "rows": rows}, after)
     assert ch["delta"] == pytest.approx(3.0) and ch["n"] == 3
     assert ch["delta_se"] == pytest.approx(math.sqrt(4.0 / 3)) and ch["verdict"] == "gain"  # 3 > 1.96 * 1.155
+    echoed = chrf_scores([r["prompt"] for r in rows], [r["reference"] for r in rows])["chrf++"]
+    assert ch["chance"] == pytest.approx(echoed)  # each instruction echoed as its answer
 
 
 def test_a_loop_rate_that_falls_because_the_answers_vanished_shows_as_empty_answers():

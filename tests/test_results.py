@@ -83,7 +83,7 @@ def test_a_record_is_kept_from_a_run_folder_and_read_back(tmp_path, capsys):
     (tmp_path / "run" / "metrics.json").write_text(json.dumps(doc))
     assert main(["results", str(tmp_path / "run"), "--record", str(tmp_path / "rec.json")]) == 0
     out = capsys.readouterr().out
-    assert "| chrF++ (held-out answers) | 24 | 9.10 | 10.40 (+1.30 ± 0.50 ▲) | — |" in out and "`sft_export`" in out
+    assert "| chrF++ (held-out answers) | 24 | — | 9.10 | 10.40 (+1.30 ± 0.50 ▲) | — |" in out and "`sft_export`" in out
     kept = json.loads((tmp_path / "rec.json").read_text())
     assert (
         kept == run_record(doc) and "samples" not in kept["sft"] and markdown(read_record(tmp_path / "rec.json")) == out

@@ -30,6 +30,7 @@ __all__ = [
     "TASK_DIR",
     "LOCAL_TASKS",
     "chance",
+    "identity_chrf",
     "local_task",
     "task_rows",
     "fewshot_overlap",
@@ -290,12 +291,32 @@ def config_hash(config: dict) -> str:
 
 
 def chance(config: dict) -> float | None:
-    """Chance accuracy of a multiple-choice task: the mean over its test items of 1 / number of choices (None for
-    a generative task)."""
+    """The score of a system that does nothing, on the task's test items: for a multiple-choice task the mean over
+    its items of 1 / number of choices; for a translation task (FLORES, chrF++) the chrF++ of each source sentence
+    copied unchanged as its translation (the identity baseline: names, numbers and punctuation carry over, and
+    related words share characters), so a model at or below it has not shown that it translates. None for any
+    other generative task.
+    """
+    rows = task_rows(config, "test")
+    if config.get("output_type") == "generate_until":
+        if not rows or "source" not in rows[0] or "chrf" not in str(config.get("metric_list")):
+            return None
+        return identity_chrf([r["source"] for r in rows], [r["target"] for r in rows])
     if config.get("output_type") != "multiple_choice":
         return None
-    rows = task_rows(config, "test")
     choices = config["doc_to_choice"]
     if isinstance(choices, list):
         return 1 / len(choices)
     return sum(1 / len(r["choices"]) for r in rows) / len(rows)
+
+
+def identity_chrf(sources: list[str], targets: list[str]) -> float:
+    """Corpus chrF++ (sacrebleu, ``word_order=2``, as the tasks score) of ``sources`` taken as the translations of
+    ``targets``.
+
+    >>> round(identity_chrf(["Bakı 2024-cü ildə"], ["Baku in 2024"]), 2)
+    21.08
+    """
+    from sacrebleu.metrics import CHRF
+
+    return CHRF(word_order=2).corpus_score(list(sources), [list(targets)]).score

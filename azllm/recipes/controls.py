@@ -58,10 +58,11 @@ def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print
 
 def stage_rows(cfg: Config, answers: dict[str, dict]) -> list[dict]:
     """One row per stage: ``{"model", "n", "chrf", "mean_words", "loop_share", "stopped_share", "delta",
-    "delta_se", "mde", "verdict"}``, the difference paired per answer against the first stage (the original base
-    when it was scored), on the conversations every stage answered."""
+    "delta_se", "mde", "verdict", "chance"}``, the difference paired per answer against the first stage (the
+    original base when it was scored), on the conversations every stage answered; ``chance``: those instructions
+    echoed as their answers (:func:`azllm.sft.generate.echo_chrf`)."""
     from ..evaluation.compare import difference
-    from ..sft.generate import chrf_scores
+    from ..sft.generate import chrf_scores, echo_chrf
 
     if not answers:
         return []
@@ -89,6 +90,7 @@ def stage_rows(cfg: Config, answers: dict[str, dict]) -> list[dict]:
                 "delta_se": d.get("se"),
                 "mde": d.get("mde"),
                 "verdict": d.get("verdict"),
+                "chance": echo_chrf(got),
             }
         )
     return rows

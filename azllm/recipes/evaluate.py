@@ -283,6 +283,7 @@ def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> li
                     "verdict": d["verdict"],
                     "mde": d["mde"],
                     "chance": a.get("chance"),
+                    "below_baseline": below_baseline(a, b["value"]),
                     "n": a.get("n"),
                     "az_bpb_after": run["final"][run["az_set"]]["bpb"] if run else None,
                     "tokens_per_s": run["throughput"]["tokens_per_s"] if run else None,
@@ -290,6 +291,20 @@ def before_after(cfg: Config, before: dict, after: dict, runs: list[dict]) -> li
                 }
             )
     return rows
+
+
+def below_baseline(after: dict, before_value: float) -> bool:
+    """Whether a translation task's score sits at or below its identity baseline (the source copied as its
+    translation: :func:`azllm.evaluation.tasks.chance`) both before and after: a change between two models that
+    have not shown that they translate.
+
+    >>> below_baseline({"headline": "chrf", "value": 5.9, "chance": 16.0}, 12.9)
+    True
+    >>> below_baseline({"headline": "chrf", "value": 18.0, "chance": 16.0}, 12.9), below_baseline({"value": 0.1}, 0.2)
+    (False, False)
+    """
+    chance = after.get("chance")
+    return after.get("headline") == "chrf" and chance is not None and max(after["value"], before_value) <= chance
 
 
 def power_rows(rows: list[dict]) -> list[dict]:
@@ -362,11 +377,15 @@ def ranking_record(cfg: Config, rank: list[dict]) -> dict:
 
 def base_at_chance(cfg: Config, before: dict) -> bool:
     """Whether the base sits at chance on every multiple-choice task it was scored on (within ``evaluate.z``
-    standard errors of the chance level): its downstream before -> after answers are then noise."""
+    standard errors of the chance level): its downstream before -> after answers are then noise. The probes and
+    the translation tasks (whose chance is the identity baseline) do not count."""
     mc = [
         t
         for n, t in before["tasks"].items()
-        if t.get("chance") is not None and t.get("stderr") is not None and not n.endswith("_probe")
+        if t.get("chance") is not None
+        and t.get("stderr") is not None
+        and not n.endswith("_probe")
+        and t.get("output_type") != "generate_until"  # a translation's chance is a baseline, not a guess
     ]
     return bool(mc) and all(abs(t["value"] - t["chance"]) <= cfg.evaluate.z * max(t["stderr"], 1e-9) for t in mc)
 

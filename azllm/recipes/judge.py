@@ -106,12 +106,16 @@ def base_answers(cfg: Config, *, base: str, tokenizer, template: Template, data:
 def chrf_change(cfg: Config, before: dict, after: dict) -> dict:
     """chrF++ of the held-out answers before (:func:`base_answers`) -> after (:func:`azllm.recipes.sft.answers`)
     SFT: the corpus scores, the difference, its standard error and verdict from the paired per-answer chrF++
-    differences (:func:`answer_change`; the same answers, so the base-to-base variation cancels)."""
+    differences (:func:`answer_change`; the same answers, so the base-to-base variation cancels). ``chance`` is
+    the score of each instruction echoed as its answer (:func:`azllm.sft.generate.echo_chrf`)."""
+    from ..sft.generate import echo_chrf
+
     return {
         "task": "chrF++ (held-out answers)",
         "language": "az",
         "metric": "chrf++",
         **answer_change(cfg, before, after),
+        "chance": echo_chrf(after["rows"]),
     }
 
 

@@ -261,7 +261,7 @@ def judgement_rows(record: dict) -> list[dict]:
                 "measure": f"chrF++ ({ch['n']} held-out answers)",
                 **{k: ch[k] for k in ("before", "after", "delta", "delta_se", "verdict")},
                 "mde": ch.get("mde"),
-                "chance": None,
+                "chance": ch.get("chance"),
                 "n": ch["n"],
             }
         )

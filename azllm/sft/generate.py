@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..engine import Decoding, Engine
 
-__all__ = ["generate_answers", "chrf_scores"]
+__all__ = ["generate_answers", "chrf_scores", "echo_chrf"]
 
 
 def generate_answers(engine: Engine, convs: list[dict], decoding: Decoding) -> list[dict]:
@@ -46,3 +46,15 @@ def chrf_scores(answers: list[str], references: list[str]) -> dict:
     metric = CHRF(word_order=2)
     corpus = metric.corpus_score(answers, [references]).score if answers else None
     return {"chrf++": corpus, "per_answer": [metric.sentence_score(a, [r]).score for a, r in zip(answers, references)]}
+
+
+def echo_chrf(rows: list[dict]) -> float | None:
+    """Corpus chrF++ of each row's ``prompt`` (the instruction) echoed as its answer, against its ``reference``:
+    the score of a model that only repeats the question (:func:`generate_answers`'s rows; None for none).
+
+    >>> round(echo_chrf([{"prompt": "Nizami Gəncəvi kimdir?", "reference": "Nizami Gəncəvi böyük şairdir."}]), 2)
+    47.7
+    """
+    if not rows:
+        return None
+    return chrf_scores([r["prompt"] for r in rows], [r["reference"] for r in rows])["chrf++"]
