@@ -121,7 +121,16 @@ KEEP: dict[str, tuple[str, ...]] = {
     "adapt": ("runs", "steps", "genres", "best"),
     "evaluate": ("before_after", "power", "z", "top", "moved", "az_headline", "en_headline"),
     "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
-    "preference": ("method", "train_method", "sft_weight", "steps", "judgement", "tasks_before_after", "pairs"),
+    "preference": (
+        "method",
+        "train_method",
+        "sft_weight",
+        "steps",
+        "judgement",
+        "tasks_before_after",
+        "against_original",
+        "pairs",
+    ),
     "distill": ("bpb", "models"),
     "deploy": ("summary", "parity", "files", "speed"),
 }

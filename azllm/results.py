@@ -328,14 +328,46 @@ def _preference(rec: Record) -> list[str]:
     ]
     rows = judged + list(p.get("tasks_before_after") or [])
     if not rows:
-        return []
+        return _against_original(p.get("against_original") or {})
     rpo = f", plus {p['sft_weight']} × the chosen answers' cross-entropy" if p.get("sft_weight") else ""
     title = (
         f"**Preference tuning (09)**: {str(p.get('method', '')).upper()} ({p.get('train_method')}, "
         f"{p.get('steps')} steps{rpo}), the SFT model (before; chance for the accuracy) against the tuned export "
         "(after)."
     )
-    return pair_table(title, rows)
+    return pair_table(title, rows) + _against_original(p.get("against_original") or {})
+
+
+def _against_original(a: dict) -> list[str]:
+    if not a.get("rows"):
+        return []
+    first = a["chain"][0]
+    lines = pair_table(
+        f"**The cycle's last model against the {first['model']} (09)**: the preference export (after) against the "
+        f"model the cycle started from (before), on the same held-out items.",
+        a["rows"],
+    )
+    lines += heading(
+        f"Each stage's native answers ({first['n']} held out, chrF++), paired against the {first['model']} and "
+        "against the stage before.",
+        ["model", "chrF++", f"Δ vs the {first['model']} (± SE)", "Δ vs the stage before (± SE)", "its MDE"],
+    )
+
+    def delta(d, se, verdict) -> str:  # "(+d ± se mark)": change()'s cell without its score
+        return change({"after": None, "delta": d, "delta_se": se, "verdict": verdict}, "{:.2f}").split(" ", 1)[1]
+
+    for r in a["chain"]:
+        vs_first = delta(r["delta"], r["delta_se"], r["verdict"]) if r.get("delta") is not None else "—"
+        vs_prev = (
+            f"{r['previous']} {delta(r['delta_previous'], r['delta_previous_se'], r['verdict_previous'])}"
+            if r.get("previous")
+            else "—"
+        )
+        lines.append(
+            f"| {r['model']} | {cell(r['chrf'], '{:.2f}')} | {vs_first} | {vs_prev} | "
+            f"{cell(r.get('mde_previous'), '{:.2f}')} |"
+        )
+    return [*lines, ""]
 
 
 def _distill(rec: Record) -> list[str]:

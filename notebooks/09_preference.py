@@ -117,3 +117,23 @@ if rec["export"]:
     display(pd.DataFrame(pair).set_index("task").style.format(tables.number, na_rep="—"))
 else:
     print("preference.export is off: the preference-tuned model is not scored on the tasks.")
+
+# %% [markdown]
+# ## The cycle's last model against the original base
+#
+# The question of the whole cycle: is the preference-tuned model a better Azerbaijani assistant than the model it
+# started from (`adapt.base`), and no worse at English? The original base, the SFT model and the preference export
+# answer the same held-out native instructions (the verdict split with `sft.verdict_size`) with the same decoding,
+# and are scored on the same tasks; each stage is paired against the original and against the stage before. The
+# chance column is what a model that does nothing scores: each instruction echoed as its answer, each FLORES source
+# copied as its translation. None of it is trained again: notebook 07's answers and 06's scores are read back.
+
+# %%
+against = prefer.against_original(cfg, rec)
+if against is None:
+    print("No original base to compare with (sft.base names the base, the stand-in, or preference.export is off).")
+else:
+    report.record(out_dir, "preference", {"against_original": against})
+    print(tables.pair_sentence(against["rows"], cfg.evaluate.z))
+    display(pd.DataFrame(against["rows"]).set_index("task").style.format(tables.number, na_rep="—"))
+    display(pd.DataFrame(against["chain"]).set_index("model").style.format(tables.number, na_rep="—"))

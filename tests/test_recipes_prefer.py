@@ -125,6 +125,7 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "art"))
     raw = yaml.safe_load(_params(tmp_path, tiny_base).read_text())
     raw["evaluate"] = yaml.safe_load((REPO / "params" / "tiny.yaml").read_text())["evaluate"]  # the fixture's cuts
+    raw["adapt"] = {"base": str(tiny_base)}  # the original base the cycle is judged against (here the SFT base too)
     params = tmp_path / "p09.yaml"
     params.write_text(yaml.safe_dump(raw))
     run_dir, ok = run_notebooks(params, reports_dir=tmp_path / "reports", notebooks=["09_preference"])
@@ -141,8 +142,20 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     assert acc["before"] == 0.5 and abs(acc["delta_se"] - (0.25 / m["preference_accuracy"]["n"]) ** 0.5) < 1e-12
     assert {r["task"] for r in m["tasks_before_after"]} >= {"sib200_az", "sib200_en"}
     assert doc["artifacts"]["preference_export"] == m["export"]
+    # the cycle's last model against the original base: the same answers paired, the same tasks
+    a = m["against_original"]
+    assert [r["model"] for r in a["chain"]] == ["original base", "adapted + SFT", "adapted + SFT + preference"]
+    first, same, last = a["chain"]
+    assert same["delta"] == 0 and same["delta_previous"] == 0  # the SFT base here is the original itself
+    assert last["previous"] == "adapted + SFT" and last["delta_previous"] == pytest.approx(last["delta"])
+    native, *tasks = a["rows"]
+    assert (native["before"], native["after"], native["delta"]) == pytest.approx((first["chrf"], last["chrf"], last["delta"]))
+    assert native["chance"] is not None and native["n"] == last["n"] > 0
+    by_task = {r["task"]: r for r in m["tasks_before_after"]}
+    assert {r["task"] for r in tasks} == set(by_task)
+    assert all(r["after"] == by_task[r["task"]]["after"] for r in tasks)  # the export's scores, read back
     html = (run_dir / "09_preference.html").read_text()
-    assert "Tasks before and after" in html and "<img" in html
+    assert "Tasks before and after" in html and "<img" in html and "against the original base" in html
     index = (run_dir / "index.html").read_text()
     assert "Does preference tuning help" in index and "09_preference.html" in index
 

@@ -40,6 +40,8 @@ __all__ = [
     "probe_scores",
     "power_rows",
     "evaluate_model",
+    "folder_scores",
+    "base_scores",
     "study",
     "before_after",
     "ranking",
@@ -182,9 +184,7 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
     from ..evaluation.load import load_model
     from .adapt import export_run
 
-    model, tok, _ = load_model(base, tokenizer=base_tok.path)
-    base_id = weights_id(base)
-    before = score_model(cfg, model, tok, name="base", cache_dir=Paths.of(cfg).adapt / "base-eval", model_id=base_id)
+    before = base_scores(cfg, base, tokenizer=base_tok.path)
     after = {}
     for r in runs:
         folder = export_run(cfg, r, base, base_tok, toks[r["way"]])
@@ -204,23 +204,28 @@ def study(cfg: Config, base: str, base_tok, runs: list[dict], toks: dict) -> tup
 
 def score_pair(cfg: Config, before: str, after: str) -> tuple[dict, dict]:
     """Two model folders (a base and what was trained from it, e.g. notebook 07's SFT export) scored on
-    ``evaluate.tasks``, each cached in ``artifacts/<run>/eval/`` by its weights."""
+    ``evaluate.tasks``, each cached in ``artifacts/<run>/eval/`` by its weights (:func:`folder_scores`)."""
+    return folder_scores(cfg, before), folder_scores(cfg, after)
+
+
+def folder_scores(cfg: Config, spec: str) -> dict:
+    """One model folder scored on ``evaluate.tasks``, cached in ``artifacts/<run>/eval/<folder name>/`` by its
+    weights (what :func:`score_pair` and :func:`study` read back)."""
     from ..evaluation.load import load_model
 
-    out = []
-    for spec in (before, after):
-        model, tok, _ = load_model(spec)
-        out.append(
-            score_model(
-                cfg,
-                model,
-                tok,
-                name=Path(str(spec)).name,
-                cache_dir=Paths.of(cfg).artifacts / "eval" / Path(str(spec)).name,
-                model_id=weights_id(spec),
-            )
-        )
-    return out[0], out[1]
+    model, tok, _ = load_model(spec)
+    cache = Paths.of(cfg).artifacts / "eval" / Path(str(spec)).name
+    return score_model(cfg, model, tok, name=Path(str(spec)).name, cache_dir=cache, model_id=weights_id(spec))
+
+
+def base_scores(cfg: Config, base: str, tokenizer: str | None = None) -> dict:
+    """The study's base (``adapt.base``, as notebook 05 loads it) scored on ``evaluate.tasks``: the "before" of
+    every adaptation run, cached in ``Paths.adapt / "base-eval"`` by its weights."""
+    from ..evaluation.load import load_model
+
+    model, tok, _ = load_model(base, tokenizer=tokenizer)
+    cache = Paths.of(cfg).adapt / "base-eval"
+    return score_model(cfg, model, tok, name="base", cache_dir=cache, model_id=weights_id(base))
 
 
 def pair_rows(cfg: Config, before: dict, after: dict) -> list[dict]:

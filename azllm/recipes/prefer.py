@@ -34,6 +34,7 @@ from .paths import Paths
 from .sources import resolve
 
 __all__ = [
+    "against_original",
     "preference_spec",
     "preference_base",
     "user_pairs",
@@ -288,6 +289,60 @@ def judgement_rows(record: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def against_original(cfg: Config, record: dict) -> dict | None:
+    """The cycle's last model (the preference export of ``record``, :func:`prefer_command`'s) against the original
+    base it came from (``adapt.base``, :func:`azllm.recipes.controls.original_base`), on the judged split (the
+    verdict split with ``sft.verdict_size``): ``{"chain", "rows"}``.
+
+    - ``chain``: the native answers of the original base, the SFT model (the preference base) and the preference
+      export, each paired against the original (:func:`azllm.recipes.controls.stage_rows`) and against the stage
+      before (``previous``, ``delta_previous``, ``delta_previous_se``, ``mde_previous``, ``verdict_previous``);
+    - ``rows``: before -> after rows (original -> last model): chrF++ of those answers (chance: the instructions
+      echoed), then every task of ``evaluate.tasks`` and the probe (:func:`azllm.recipes.evaluate.pair_rows`).
+
+    Every model answers with the same decoding and its own chat template; each answer set and score is cached by
+    its model's weights (notebook 07's controls and notebook 09's tasks are read back, not run again). None
+    without an original base (``sft.base`` or the stand-in) or without an export."""
+    from . import controls, judge, sft
+    from .evaluate import base_scores, folder_scores, pair_rows
+
+    original = controls.original_base(cfg)
+    if original is None or not record.get("export"):
+        return None
+    answers = {}
+    for name, folder in (
+        ("original base", original),
+        ("adapted + SFT", record["base"]),
+        ("adapted + SFT + preference", record["export"]),
+    ):
+        tok, template = sft.sft_tokenizer(cfg, str(folder))
+        data = sft.sft_data(cfg, tok)
+        answers[name] = judge.base_answers(cfg, base=str(folder), tokenizer=tok, template=template, data=data)
+    chain = controls.stage_rows(cfg, answers)
+    names = list(answers)
+    for prev, row in zip(names, chain[1:]):
+        d = controls.stage_rows(cfg, {prev: answers[prev], row["model"]: answers[row["model"]]})[1]
+        row.update(
+            previous=prev,
+            delta_previous=d["delta"],
+            delta_previous_se=d["delta_se"],
+            mde_previous=d["mde"],
+            verdict_previous=d["verdict"],
+        )
+    first, last = chain[0], chain[-1]
+    native = {
+        "task": "chrF++ (held-out answers)",
+        "language": "az",
+        "metric": "chrf++",
+        "n": last["n"],
+        "before": first["chrf"],
+        "after": last["chrf"],
+        **{k: last[k] for k in ("delta", "delta_se", "verdict", "mde", "chance")},
+    }
+    tasks = pair_rows(cfg, base_scores(cfg, original), folder_scores(cfg, record["export"]))
+    return {"chain": chain, "rows": [native, *tasks]}
 
 
 def page_record(record: dict) -> dict:
