@@ -344,7 +344,8 @@ def _against_original(a: dict) -> list[str]:
     first = a["chain"][0]
     lines = pair_table(
         f"**The cycle's last model against the {first['model']} (09)**: the preference export (after) against the "
-        f"model the cycle started from (before), on the same held-out items.",
+        f"model the cycle started from (before), on the same held-out items."
+        + (f" {a['note']}" if a.get("note") else ""),
         a["rows"],
     )
     lines += heading(

@@ -185,18 +185,58 @@ def test_the_cycle_s_last_model_against_the_original_is_rendered_with_its_chain(
     their chance levels, and each stage against the original and against the stage before."""
     chain = [
         {"model": "original base", "n": 50, "chrf": 10.0, "delta": None, "chance": 18.8},
-        {"model": "adapted + SFT", "n": 50, "chrf": 12.0, "delta": 2.0, "delta_se": 0.8, "verdict": "gain",
-         "previous": "original base", "delta_previous": 2.0, "delta_previous_se": 0.8, "verdict_previous": "gain",
-         "mde_previous": 2.24},
-        {"model": "adapted + SFT + preference", "n": 50, "chrf": 11.5, "delta": 1.5, "delta_se": 0.9,
-         "verdict": "within noise", "previous": "adapted + SFT", "delta_previous": -0.5, "delta_previous_se": 0.4,
-         "verdict_previous": "within noise", "mde_previous": 1.12},
+        {
+            "model": "adapted + SFT",
+            "n": 50,
+            "chrf": 12.0,
+            "delta": 2.0,
+            "delta_se": 0.8,
+            "verdict": "gain",
+            "previous": "original base",
+            "delta_previous": 2.0,
+            "delta_previous_se": 0.8,
+            "verdict_previous": "gain",
+            "mde_previous": 2.24,
+        },
+        {
+            "model": "adapted + SFT + preference",
+            "n": 50,
+            "chrf": 11.5,
+            "delta": 1.5,
+            "delta_se": 0.9,
+            "verdict": "within noise",
+            "previous": "adapted + SFT",
+            "delta_previous": -0.5,
+            "delta_previous_se": 0.4,
+            "verdict_previous": "within noise",
+            "mde_previous": 1.12,
+        },
     ]
     rows = [
-        {"task": "chrF++ (held-out answers)", "metric": "chrf++", "n": 50, "before": 10.0, "after": 11.5,
-         "delta": 1.5, "delta_se": 0.9, "verdict": "within noise", "mde": 2.52, "chance": 18.8},
-        {"task": "flores_az_en", "metric": "chrf", "n": 200, "before": 12.9, "after": 6.0, "delta": -6.9,
-         "delta_se": 0.7, "verdict": "loss", "mde": 1.96, "chance": 15.58},
+        {
+            "task": "chrF++ (held-out answers)",
+            "metric": "chrf++",
+            "n": 50,
+            "before": 10.0,
+            "after": 11.5,
+            "delta": 1.5,
+            "delta_se": 0.9,
+            "verdict": "within noise",
+            "mde": 2.52,
+            "chance": 18.8,
+        },
+        {
+            "task": "flores_az_en",
+            "metric": "chrf",
+            "n": 200,
+            "before": 12.9,
+            "after": 6.0,
+            "delta": -6.9,
+            "delta_se": 0.7,
+            "verdict": "loss",
+            "mde": 1.96,
+            "chance": 15.58,
+        },
     ]
     rec = {
         "run": {"run_name": "r", "git_commit": "c0ffee0", "params_hash": "h", "time_utc": "t", "machine": {}},
@@ -204,10 +244,11 @@ def test_the_cycle_s_last_model_against_the_original_is_rendered_with_its_chain(
                        "against_original": {"chain": chain, "rows": rows}},
     }  # fmt: skip
     out = markdown(rec)
-    assert "**The cycle's last model against the original base (09)**" in out
+    assert "**The cycle's last model against the original base (09)**" in out and "Read back after" not in out
+    rec["preference"]["against_original"]["note"] = "Read back after the run."  # where it was computed apart
+    assert "on the same held-out items. Read back after the run." in markdown(rec)
+    out = markdown({**rec, "preference": {**rec["preference"], "against_original": {"chain": chain, "rows": rows}}})
     assert "| chrF++ (held-out answers) | 50 | 18.80 | 10.00 | 11.50 (+1.50 ± 0.90 ·) | 2.52 |" in out
     assert "| flores_az_en | 200 | 15.58 | 12.90 | 6.00 (−6.90 ± 0.70 ▼) | 1.96 |" in out
     assert "| original base | 10.00 | — | — | — |" in out
-    assert (
-        "| adapted + SFT + preference | 11.50 | (+1.50 ± 0.90 ·) | adapted + SFT (−0.50 ± 0.40 ·) | 1.12 |" in out
-    )
+    assert "| adapted + SFT + preference | 11.50 | (+1.50 ± 0.90 ·) | adapted + SFT (−0.50 ± 0.40 ·) | 1.12 |" in out
