@@ -494,7 +494,9 @@ def moved_sentence(moved: dict) -> str:
     translation change whose scores both sit at or below the identity baseline (the source copied) says so."""
 
     def change(r):
-        low = f", at or below the identity baseline {r['chance']:.2f} before and after" if r.get("below_baseline") else ""
+        low = ""
+        if r.get("below_baseline"):
+            low = f", at or below the identity baseline {r['chance']:.2f} before and after"
         return f"{r['task']} {r['way']}/{r['method']} {r['delta']:+.3f} ± {r['delta_se']:.3f} ({r['verdict']}{low})"
 
     z = moved["z"]

@@ -149,7 +149,8 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     assert same["delta"] == 0 and same["delta_previous"] == 0  # the SFT base here is the original itself
     assert last["previous"] == "adapted + SFT" and last["delta_previous"] == pytest.approx(last["delta"])
     native, *tasks = a["rows"]
-    assert (native["before"], native["after"], native["delta"]) == pytest.approx((first["chrf"], last["chrf"], last["delta"]))
+    got = (native["before"], native["after"], native["delta"])
+    assert got == pytest.approx((first["chrf"], last["chrf"], last["delta"]))
     assert native["chance"] is not None and native["n"] == last["n"] > 0
     by_task = {r["task"]: r for r in m["tasks_before_after"]}
     assert {r["task"] for r in tasks} == set(by_task)
