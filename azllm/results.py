@@ -20,7 +20,7 @@ from __future__ import annotations
 from .markdown import cell, change, heading, pair_table, score_format
 from .record import Record, section
 
-__all__ = ["markdown", "deploy_markdown", "wall_time", "readme_block", "MARK"]
+__all__ = ["markdown", "headline", "deploy_markdown", "wall_time", "readme_block", "MARK"]
 
 MARK = "results:{name}"
 """The README's markers around a run's rendered tables: ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``."""
@@ -440,6 +440,16 @@ def markdown(rec: Record) -> str:
     if exports:
         parts.append([f"Exports (`metrics.json` → `artifacts`): {', '.join(f'`{k}`' for k in exports)}.", ""])
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+
+
+def headline(rec: Record) -> str:
+    """The README's block of a study's record: its pages and time, then the cycle's last model against the
+    original base (``preference.against_original``), the study's answer; every table of the record is
+    :func:`markdown` (docs/results.md). A record without that section is its :func:`markdown`."""
+    a = section(rec, "preference").get("against_original") or {}
+    if not a.get("rows"):
+        return markdown(rec)
+    return "\n".join([*_pages(rec), *_against_original(a)]).rstrip() + "\n"
 
 
 def deploy_markdown(rec: Record) -> str:

@@ -5,7 +5,7 @@ import json
 
 from azllm.cli import main
 from azllm.record import read_record, run_record
-from azllm.results import deploy_markdown, markdown, readme_block, wall_time
+from azllm.results import deploy_markdown, headline, markdown, readme_block, wall_time
 from conftest import REPO
 
 RECORD = REPO / "docs" / "smollm2_long.json"
@@ -14,9 +14,11 @@ RECORD = REPO / "docs" / "smollm2_long.json"
 def test_the_readme_results_are_the_recorded_run_rendered(capsys):
     rec = read_record(RECORD)
     block = readme_block((REPO / "README.md").read_text(encoding="utf-8"), "smollm2")
-    assert block == markdown(rec)
+    assert block == headline(rec)
+    every = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-long")
+    assert every == markdown(rec)
     assert main(["results", str(RECORD)]) == 0
-    assert capsys.readouterr().out == block
+    assert capsys.readouterr().out == every
     details = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-deploy")
     assert details == deploy_markdown(rec) and "| student | Q4_K_M |" in details
     assert rec["run"]["git_commit"] and rec["run"]["params_hash"] and rec["run"]["machine"]
@@ -248,6 +250,8 @@ def test_the_cycle_s_last_model_against_the_original_is_rendered_with_its_chain(
     rec["preference"]["against_original"]["note"] = "Read back after the run."  # where it was computed apart
     assert "on the same held-out items. Read back after the run." in markdown(rec)
     out = markdown({**rec, "preference": {**rec["preference"], "against_original": {"chain": chain, "rows": rows}}})
+    assert headline(rec).startswith("Run `r` at commit c0ffee0") is False  # no pages: the section alone
+    assert headline(rec).startswith("**The cycle's last model") and headline({"run": rec["run"]}) == "\n"
     assert "| chrF++ (held-out answers) | 50 | 18.80 | 10.00 | 11.50 (+1.50 ± 0.90 ·) | 2.52 |" in out
     assert "| flores_az_en | 200 | 15.58 | 12.90 | 6.00 (−6.90 ± 0.70 ▼) | 1.96 |" in out
     assert "| original base | 10.00 | — | — | — |" in out
