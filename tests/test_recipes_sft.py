@@ -53,9 +53,9 @@ def test_the_data_table_counts_every_step(tiny_base, tmp_path):
     assert d["key"] == sft.sft_data(cfg, tok)["key"]  # the same data, the same key
 
 
-def test_a_verdict_split_is_drawn_first_and_only_judgements_read_it(tiny_base, tmp_path):
-    """``sft.verdict_size``: the first conversations of the keyed hash are the verdict split, the next the
-    held-out (selection) split; none of them is trained on, training text is decontaminated against both, every
+def test_a_verdict_split_is_drawn_after_the_held_out_one_and_only_judgements_read_it(tiny_base, tmp_path):
+    """``sft.verdict_size``: the first conversations of the keyed hash are the held-out (selection) split, the same
+    as without a verdict split (what earlier choices read), the next the verdict split; none of them is trained on, training text is decontaminated against both, every
     judgement reads the verdict (judge.judged), and without it the split and the key are those of before."""
     from azllm.recipes import judge
 
@@ -68,7 +68,8 @@ def test_a_verdict_split_is_drawn_first_and_only_judgements_read_it(tiny_base, t
     ids = [{x["id"] for x in d[k]} for k in ("train", "held_out", "verdict")]
     assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
     assert all(x["source"] == "native" for x in d["verdict"]) and judge.judged(d) == d["verdict"]
-    assert ids[2] <= {x["id"] for x in before["held_out"]}  # the same hash: the verdict is drawn first
+    assert ids[1] == {x["id"] for x in before["held_out"]}  # the same hash: the held-out split is drawn first
+    assert not ids[2] & ids[1]  # the verdict: conversations that no choice made on the held-out split read
     assert d["key"] != before["key"] and before["key"] == sft.sft_data(params(tiny_base, tmp_path), tok)["key"]
     rows = {r["step"]: r["conversations"] for r in sft.data_rows(c)}
     assert rows["verdict"] == 4 and rows["held out"] == 5

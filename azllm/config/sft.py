@@ -72,7 +72,9 @@ class SftConfig(Section):
     (not early stopping, not the best checkpoint, not a sweep's). Every model, the original base included, answers
     them with the same decoding, and every judgement reads them: the SFT stage's chrF++, the controls, preference
     tuning's accuracy and answers, the deploy checks. The ``holdout_size`` conversations are then the selection
-    split (held-out loss, the best checkpoint, preference tuning's eval pairs). Drawn first, by the same keyed hash.
+    split (held-out loss, the best checkpoint, preference tuning's eval pairs). Drawn after it by the same keyed hash,
+    so that the held-out split stays the one of the records made before this field (what their choices read), and
+    the verdict holds conversations no earlier choice read.
     0: the held-out split is both (as in the records made before this field)."""
     on_bad_record: Literal["error", "drop"] = "error"
     """A record with an unknown role, no assistant turn, or ending on a user turn: stop with an error naming it,

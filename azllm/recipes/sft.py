@@ -191,8 +191,10 @@ def sft_data(cfg: Config, tokenizer) -> SftData:
     tests, _ = clean_conversations(read(s.eval_sources, per_test))
     cleaned, c_counts = clean_conversations(convs)
     deduped, d_counts = dedupe_prompts(cleaned, threshold=s.near_dup_threshold)
-    rest, verdict = holdout_split(deduped, source=s.holdout_source, size=s.verdict_size, seed=s.holdout_seed)
-    train, held = holdout_split(rest, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
+    # the held-out (selection) split first: with a verdict split added, it stays the one the records made before it
+    # held out (and chose on), and the verdict comes from conversations no earlier choice read
+    rest, held = holdout_split(deduped, source=s.holdout_source, size=s.holdout_size, seed=s.holdout_seed)
+    train, verdict = holdout_split(rest, source=s.holdout_source, size=s.verdict_size, seed=s.holdout_seed)
     drawn, v_drawn = len(held), len(verdict)
     held += tests
     notes: list[str] = []
@@ -276,7 +278,8 @@ def data_rows(counts: dict) -> list[dict]:
                 {
                     "step": "verdict",
                     "conversations": d["verdict_drawn"],
-                    "note": f"fixed split of {d['held_out_origin']} text, drawn first: every judgement reads it, "
+                    "note": f"fixed split of {d['held_out_origin']} text, drawn after the held-out one: every judgement "
+                    "reads it, "
                     f"no choice does; {d['verdict']} within max_length",
                 }
             ]
