@@ -9,6 +9,8 @@ Commands:
          [--lm-eval-command [--gpus K] [--backend hf|vllm]]      or print lm-eval's own (multi-GPU) command
     sft PARAMS                                                   instruction tuning (sft section): run, answers, export
     prefer PARAMS                                                preference tuning after SFT (preference section)
+    sweep SWEEP_FILE [--record FILE]                             one stage's settings varied, judged on the selection
+                                                                 split, one chosen by a stated rule (params/sweeps/)
     distill PARAMS                                               a small student of the study's teacher (distill)
     deploy MODEL_FOLDER [--params P] [--out DIR] [--quants Q ...] [--base-tokenizer DIR] [--no-speed]
                                                                  GGUF files for llama.cpp, checked (deploy.json)
@@ -86,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
     sf.add_argument("params")
     pf = sub.add_parser("prefer", help="preference tuning after SFT (preference section): pairs, DPO / KTO, judged")
     pf.add_argument("params")
+    sw = sub.add_parser("sweep", help="one stage's settings varied on a params file, judged on the selection split")
+    sw.add_argument("sweep_file", help="a sweep file (params/sweeps/*.yaml)")
+    sw.add_argument("--record", help="write the sweep's record there (docs/*.json; azllm results renders it)")
     rs = sub.add_parser("results", help="a run's results tables as Markdown, from its metrics.json or a record")
     rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2_long.json)")
     rs.add_argument("--record", help="also write the record: what the tables read, with the run's commit and machine")
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "eval": _eval,
         "sft": _sft,
         "prefer": _prefer,
+        "sweep": _sweep,
         "results": _results,
         "publish": _publish,
         "distill": _distill,
@@ -272,6 +278,15 @@ def _prefer(args) -> int:
         return 0
     _publish_at_job_end(cfg, "preference", r)
     print(Path(r["output_dir"]) / "prefer.json")
+    return 0
+
+
+def _sweep(args) -> int:
+    """``sweep``: :func:`azllm.recipes.sweep.sweep_command`; prints the chosen variant."""
+    from .recipes.sweep import sweep_command
+
+    r = sweep_command(args.sweep_file, record=args.record)
+    print(r["chosen"] or "none: no variant met the rule")
     return 0
 
 

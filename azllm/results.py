@@ -426,7 +426,7 @@ def _sweep(rec: Record) -> list[str]:
         cells = [cell(v["settings"].get(k), "{:g}") for k in settings]
         cells += [change(by[m], score_format(m, None)) if m in by else "—" for m in measures]
         lines.append(f"| {v['name']} | {' | '.join(cells)} |")
-    return [*lines, "", f"Chosen: **{rec['chosen']}** ({rec['rule']}).", ""]
+    return [*lines, "", f"Chosen: **{rec['chosen'] or 'none of them'}** ({rec['rule']}).", ""]
 
 
 def markdown(rec: Record) -> str:

@@ -30,6 +30,7 @@ SUBCOMMANDS = [
     ["publish"],
     ["sft"],
     ["prefer"],
+    ["sweep"],
     ["distill"],
     ["deploy"],
     ["bench", "sft"],

@@ -187,7 +187,9 @@ RECIPE_IMPORTS = {
     "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "stages", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "stages", "tokens", "train"},
     "deploy": {"adapt", "evaluate", "paths", "sft", "sources", "stages"},
-    "prefer": {"judge", "paths", "sft", "sources", "specs", "stages"},
+    # the cycle's last model against the original base: the controls' answers, the pages' scores, read back
+    "prefer": {"controls", "evaluate", "judge", "paths", "sft", "sources", "specs", "stages"},
+    "sweep": {"prefer"},  # one stage's command per variant, as ``azllm run`` runs the pages
     "controls": {"adapt", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},

@@ -55,7 +55,8 @@ def test_the_data_table_counts_every_step(tiny_base, tmp_path):
 
 def test_a_verdict_split_is_drawn_after_the_held_out_one_and_only_judgements_read_it(tiny_base, tmp_path):
     """``sft.verdict_size``: the first conversations of the keyed hash are the held-out (selection) split, the same
-    as without a verdict split (what earlier choices read), the next the verdict split; none of them is trained on, training text is decontaminated against both, every
+    as without a verdict split (what earlier choices read), the next the verdict split; none of them is trained on,
+    training text is decontaminated against both, every
     judgement reads the verdict (judge.judged), and without it the split and the key are those of before."""
     from azllm.recipes import judge
 

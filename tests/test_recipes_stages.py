@@ -88,6 +88,7 @@ COMMANDS = {
     "sft.sft_command": "sft",
     "sft.sft_output": "sft",
     "prefer.prefer_command": "preference",
+    "sweep.sweep_command": "preference",
     "distill.run_distill": "distill",
     "deploy.run_deploy": "deploy",
     "evaluate.evaluate_model": "evaluate",

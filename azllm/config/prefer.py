@@ -33,6 +33,10 @@ class PreferenceConfig(Section):
     held_out_pairs: int = 15
     """Held-out pairs (never trained on) built from the SFT stage's held-out conversations: the reference over the
     SFT model's answer. Preference accuracy is measured on them."""
+    judge_on: Literal["verdict", "selection"] = "verdict"
+    """What the held-out judgement reads when ``sft.verdict_size`` draws a verdict split: the verdict (a study's
+    answer) or the selection split (a sweep's choice, ``azllm sweep``: settings are chosen where no verdict is
+    read). The run's key follows the pairs judged, so the two never share a run folder."""
     method: Literal["dpo", "kto", "orpo"] = "dpo"
     """dpo: paired (TRL's DPOTrainer) | kto: unpaired good / bad labels (TRL's KTOTrainer; pairs are split into a
     good and a bad completion) | orpo: paired, no reference model (TRL's experimental ORPOTrainer: the SFT loss plus

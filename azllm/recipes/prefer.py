@@ -35,6 +35,7 @@ from .sources import resolve
 
 __all__ = [
     "against_original",
+    "on_selection",
     "preference_spec",
     "preference_base",
     "user_pairs",
@@ -100,8 +101,9 @@ def _answered_pairs(model, tok, template: Template, convs: list[dict], source: s
 
 def preference_data(cfg: Config, model, tok, template: Template) -> dict:
     """``{"train", "held_out", "selection", "counts", "shares", "sft"}`` (module docstring, step 2); ``model``
-    answers the prompts. ``held_out``: the pairs every judgement reads (built from :func:`azllm.recipes.judge.judged`);
-    ``selection``: the training loop's eval pairs (the same pairs without ``sft.verdict_size``)."""
+    answers the prompts. ``held_out``: the pairs every judgement reads (built from :func:`azllm.recipes.judge.judged`;
+    the selection split's with ``preference.judge_on: selection``); ``selection``: the training loop's eval pairs (the
+    same pairs without ``sft.verdict_size``)."""
     from ..prefer.data import check_lengths, decontaminate_pairs, native_over_mt, source_shares
     from .judge import judged
     from .sft import eval_texts, sft_data
@@ -121,9 +123,17 @@ def preference_data(cfg: Config, model, tok, template: Template) -> dict:
         mt = native_over_mt(native, translated)
         counts["native_over_mt"] = len(mt)
         train += built + mt
-    held, counts["held_out"] = _answered_pairs(model, tok, template, judged(data)[: p.held_out_pairs], "held_out", cfg)
-    selection = held
-    if data.get("verdict"):  # the training loop's eval pairs come from the selection split, never the verdict's
+    if data.get("verdict") and p.judge_on == "selection":  # a sweep's choice: the verdict is never read
+        held, counts["held_out"] = _answered_pairs(
+            model, tok, template, data["held_out"][: p.held_out_pairs], "selection", cfg
+        )
+        counts["selection"], selection = counts["held_out"], held
+    else:
+        held, counts["held_out"] = _answered_pairs(
+            model, tok, template, judged(data)[: p.held_out_pairs], "held_out", cfg
+        )
+        selection = held
+    if data.get("verdict") and p.judge_on == "verdict":  # the loop's eval pairs: the selection split's
         selection, counts["selection"] = _answered_pairs(
             model, tok, template, data["held_out"][: p.held_out_pairs], "selection", cfg
         )
@@ -158,6 +168,20 @@ def _unpaired(pairs: list[dict]) -> list[dict]:
         for x in pairs
         for k in ("chosen", "rejected")
     ]
+
+
+def on_selection(data: dict) -> dict:
+    """:func:`preference_data`'s ``data`` judged on its selection split (``preference.judge_on: selection``, what a
+    sweep chooses on): the held-out pairs and the answers judged become the selection split's, and the verdict split
+    is left unread. Without a verdict split the two are one, and ``data`` is returned as it is.
+
+    >>> d = {"held_out": ["v"], "selection": ["s"], "sft": {"held_out": ["S"], "verdict": ["V"]}}
+    >>> on_selection(d)["held_out"], on_selection(d)["sft"]["verdict"]
+    (['s'], [])
+    """
+    if not data["sft"].get("verdict"):
+        return data
+    return {**data, "held_out": data["selection"], "sft": {**data["sft"], "verdict": []}}
 
 
 def judge(cfg: Config, model, sft_model, tok, template: Template, data: dict) -> dict:
@@ -403,6 +427,8 @@ def prefer_command(cfg: Config, *, environ=None, show=print) -> dict:
     sft_model = load_base(base, torch.float32).eval()
     add_token_rows(sft_model, list(template["added_tokens"]))
     data = preference_data(cfg, sft_model, tok, template)
+    if cfg.preference.judge_on == "selection":
+        data = on_selection(data)
     spec, method = preference_spec(cfg), cfg.preference.train_method
     desc = {"base": str(base), "weights": weights_id(base), "method": method, **model_kwargs(cfg)}
     if method != "full":

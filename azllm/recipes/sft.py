@@ -278,9 +278,8 @@ def data_rows(counts: dict) -> list[dict]:
                 {
                     "step": "verdict",
                     "conversations": d["verdict_drawn"],
-                    "note": f"fixed split of {d['held_out_origin']} text, drawn after the held-out one: every judgement "
-                    "reads it, "
-                    f"no choice does; {d['verdict']} within max_length",
+                    "note": f"fixed split of {d['held_out_origin']} text, drawn after the held-out one: every "
+                    f"judgement reads it, no choice does; {d['verdict']} within max_length",
                 }
             ]
             if d.get("verdict_drawn")
