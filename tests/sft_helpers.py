@@ -128,3 +128,38 @@ def params(base, art: Path, **s):
             "sft": sect,
         },
     )
+
+
+def prefer_params(tmp_path: Path, base: Path, *, sft: dict | None = None, preference: dict | None = None) -> Path:
+    """A tiny preference-tuning params file (``base`` is the SFT model; the fixture's native and translated
+    instruction data), written to ``tmp_path/p.yaml``; ``sft`` / ``preference`` lay settings over its sections."""
+    import yaml
+
+    params = {
+        "run_name": "prefer",
+        "data": {"root": str(FIXTURES), "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}}},
+        "sft": {
+            "sources": {
+                "native": {"path": str(SFT_DIR / "native_train.jsonl"), "origin": "native"},
+                "alpaca_mt": {"path": str(SFT_DIR / "alpaca_az_mt.jsonl"), "origin": "translated"},
+            },
+            "holdout_size": 4,
+            "max_new_tokens": 12,
+            "max_length": 256,
+            **(sft or {}),
+        },
+        "model": {"lora": {"r": 4, "alpha": 8}},
+        "preference": {
+            "base": str(base),
+            "build_prompts": 8,
+            "held_out_pairs": 4,
+            "max_steps": 4,
+            "eval_steps": 2,
+            "batch_size": 2,
+            "max_length": 256,
+            **(preference or {}),
+        },
+    }
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path

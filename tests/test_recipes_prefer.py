@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sft_helpers import SFT_DIR, tiny_base  # noqa: F401  (fixtures)
+from sft_helpers import prefer_params, tiny_base  # noqa: F401  (fixtures)
 
 from azllm.cli import main
 from azllm.recipes import prefer
@@ -17,32 +17,7 @@ from conftest import FIXTURES
 
 
 def _params(tmp_path, base) -> "Path":  # noqa: F821
-    params = {
-        "run_name": "prefer",
-        "data": {"root": str(FIXTURES), "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}}},
-        "sft": {
-            "sources": {
-                "native": {"path": str(SFT_DIR / "native_train.jsonl"), "origin": "native"},
-                "alpaca_mt": {"path": str(SFT_DIR / "alpaca_az_mt.jsonl"), "origin": "translated"},
-            },
-            "holdout_size": 4,
-            "max_new_tokens": 12,
-            "max_length": 256,
-        },
-        "model": {"lora": {"r": 4, "alpha": 8}},
-        "preference": {
-            "base": str(base),
-            "build_prompts": 8,
-            "held_out_pairs": 4,
-            "max_steps": 4,
-            "eval_steps": 2,
-            "batch_size": 2,
-            "max_length": 256,
-        },
-    }
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(params))
-    return path
+    return prefer_params(tmp_path, base)
 
 
 def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path, monkeypatch, capsys):

@@ -5,40 +5,18 @@ import json
 
 import pytest
 import yaml
-from sft_helpers import SFT_DIR, tiny_base  # noqa: F401  (fixture)
+from sft_helpers import prefer_params, tiny_base  # noqa: F401  (fixture)
 
 from azllm.cli import main
-from conftest import FIXTURES
 
 
 def _params(tmp_path, base):
-    raw = {
-        "run_name": "sweep",
-        "data": {"root": str(FIXTURES), "eval": {"flores": {"path": "data/az/dev/flores200.dev.azj_Latn.txt"}}},
-        "sft": {
-            "sources": {
-                "native": {"path": str(SFT_DIR / "native_train.jsonl"), "origin": "native"},
-                "alpaca_mt": {"path": str(SFT_DIR / "alpaca_az_mt.jsonl"), "origin": "translated"},
-            },
-            "holdout_size": 4,
-            "verdict_size": 4,
-            "max_new_tokens": 8,
-            "max_length": 256,
-        },
-        "model": {"lora": {"r": 4, "alpha": 8}},
-        "preference": {
-            "base": str(base),
-            "build_prompts": 6,
-            "held_out_pairs": 4,
-            "max_steps": 2,
-            "eval_steps": 2,
-            "batch_size": 2,
-            "max_length": 256,
-        },
-    }
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
+    return prefer_params(
+        tmp_path,
+        base,
+        sft={"verdict_size": 4, "max_new_tokens": 8},
+        preference={"build_prompts": 6, "max_steps": 2},
+    )
 
 
 @pytest.mark.slow  # two tiny DPO runs and their judgements
