@@ -252,6 +252,36 @@ def adapt_curves(results: list[dict]):
     return fig
 
 
+def more_time(results: list[dict], rows: list[dict]):
+    """Each run's Azerbaijani bits-per-byte curve (points) with the line :func:`azllm.curves.forecast` fitted to its
+    second half, drawn on to the estimate one more hour later (:func:`azllm.recipes.adapt.more_time`'s rows)."""
+    from .curves import log_fit
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r in results:
+        row = next((x for x in rows if (x["way"], x["method"], x["set"]) == (r["way"], r["method"], r["az_set"])), None)
+        pts = [p for p in r["curves"]["eval"][r["az_set"]] if p["step"] > 0]
+        line = ax.plot(
+            [p["step"] for p in pts], [p["bpb"] for p in pts], marker="o", label=f"{r['way']} / {r['method']}"
+        )
+        if row is None or row["bpb_after"] is None:
+            continue
+        a, b = log_fit([p for p in pts if p["step"] >= row["last_step"] / 2])
+        xs = np.linspace(row["last_step"] / 2, row["last_step"] + row["more_steps"], 50)
+        ax.plot(xs, a + b * np.log(xs), linestyle=":", color=line[0].get_color())
+        ax.plot([xs[-1]], [row["bpb_after"]], marker="*", markersize=12, color=line[0].get_color())
+    ax.set(
+        xlabel="adaptation step",
+        ylabel="bits per byte",
+        title="Azerbaijani: measured (o), fitted to the second half (dotted), one more hour (*, an estimate)",
+    )
+    ax.title.set_fontsize(9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def corpus_removed(rows: list[dict]):
     """Horizontal stacked bars per source: MB kept and MB removed by each step
     (:func:`azllm.recipes.corpus.removal_rows`, ``mb``)."""

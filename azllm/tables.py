@@ -393,6 +393,29 @@ def adapt_table(rows: list[dict]):
     return frame(rows, ADAPT_COLUMNS).set_index(["way", "method"])
 
 
+MORE_TIME_COLUMNS = {
+    "way": "way",
+    "method": "method",
+    "set": "set",
+    "last_step": "last step",
+    "last_bpb": "bpb at the last step",
+    "last_interval_per_100_steps": "last interval, bpb per 100 steps",
+    "per_doubling": "fitted, bpb per doubling of steps",
+    "fitted": "evaluations fitted",
+    "more_steps": "steps in one more hour",
+    "bpb_after": "bpb after one more hour (estimate)",
+    "change_after": "change (estimate)",
+}
+
+
+def more_time_table(rows: list[dict]):
+    """:func:`azllm.recipes.adapt.more_time` per run and set."""
+    import pandas as pd
+
+    df = pd.DataFrame([{label: r.get(k) for k, label in MORE_TIME_COLUMNS.items()} for r in rows])
+    return df.set_index(["way", "method", "set"]) if len(df) else df
+
+
 # ------------------------------------------------------------------------------------------------ evaluation
 
 

@@ -112,6 +112,20 @@ tables.adapt_table(runs["runs"]).style.format(tables.number, na_rep="—")
 fig = plots.adapt_curves(results)
 
 # %% [markdown]
+# ## Does it still learn at the last step, and what would one more hour buy?
+#
+# Each run's curves read forward (`azllm.curves.forecast`): the fall over the last evaluation interval, the line
+# `bpb = a + b ln(step)` fitted to the second half of the run, and that line read one more hour of the run's own
+# measured step time later, on this machine. An estimate, not a measurement: it assumes a run given the extra steps
+# (its schedule stretched to match) follows the second half's line.
+
+# %%
+more = adapt.more_time(results)
+report.record(out_dir, "adapt", {"one_more_hour": more})
+fig = plots.more_time(results, more)
+tables.more_time_table(more).style.format(tables.number, na_rep="—")
+
+# %% [markdown]
 # ## A standalone export
 #
 # The LoRA run of the extend way, its adapter and trained token rows merged into the base, saved as one folder

@@ -33,6 +33,12 @@ def test_notebook_05_on_tiny_params(adapt_report):
     assert tok["extend"]["vocab_size"] == tok["keep"]["vocab_size"] + 200
     assert tok["extend"]["tokens_per_word"]["flores"] < tok["keep"]["tokens_per_word"]["flores"]
     assert runs[("keep", "lora")]["tokens_per_word"] == tok["keep"]["tokens_per_word"]["flores"]
+    # every run's curves read forward: 12 steps evaluated at 6 and 12, both in the fit; one hour of its own steps
+    more = {(r["way"], r["method"], r["language"]): r for r in a["one_more_hour"]}
+    assert set(more) == {(*k, lang) for k in runs for lang in ("az", "en")}
+    for r in more.values():
+        assert r["last_step"] == 12 and r["fitted"] == 2 and r["more_steps"] == r["steps_per_hour"] > 12
+        assert r["change_after"] == pytest.approx(r["bpb_after"] - r["last_bpb"])
     # the winner is the recipe's (the lowest Azerbaijani bpb), recorded for the index
     assert a["best"] == min(a["runs"], key=lambda r: r["az_bpb_after"])
     export = Path(m["artifacts"]["adapt_export"])

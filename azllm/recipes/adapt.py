@@ -15,6 +15,8 @@ Reads ``adapt`` (and, through the train recipe, ``model`` and ``train``):
 - :func:`export_run`: a finished run as one standalone folder;
 - :func:`tokenizer_rows`, :func:`run_row`, :func:`runs_record`: what notebook 05 shows and records, and
   :func:`best_run`, the winner (the lowest Azerbaijani bits per byte) that the index and notebook 07 use;
+- :func:`more_time`: each run's curves read forward (:func:`azllm.curves.forecast`): does the Azerbaijani bits per
+  byte still fall at the last step, and what would one more hour of the same steps buy on this machine;
 - :func:`run_study`: the study loop (base -> documents -> each way's tokenizer -> each way x method's run), the one
   place notebooks 05 and 06 and :func:`adapted_base` (the stage's output for SFT) get it from. Every step is
   cached on disk (tokenizers by their inputs, runs by :func:`azllm.train.run_key`), so a second call returns what
@@ -57,6 +59,7 @@ __all__ = [
     "best_run",
     "run_row",
     "runs_record",
+    "more_time",
     "export_run",
     "adapted_base",
     "gguf_base",
@@ -328,6 +331,32 @@ def runs_record(cfg: Config, results: list[dict], tok_rows: list[dict]) -> dict:
         "best": run_row(best, fert.get(best["way"])) if best else None,
         "steps": cfg.adapt.steps,
     }
+
+
+def more_time(results: list[dict], *, hours: float = 1.0) -> list[dict]:
+    """Per run and per set (its Azerbaijani ``az_set``, then English ``en_set``): :func:`azllm.curves.forecast` of
+    the bits-per-byte curve, ``hours`` more of the run's own measured step time later (``steps_per_hour``). The
+    basis of the estimate is in :mod:`azllm.curves`; a set whose curve rises is read forward the same way."""
+    from ..curves import forecast
+
+    rows = []
+    for r in results:
+        step_s = r["throughput"].get("step_time_s") or r["seconds"] / max(r["steps"], 1)  # median, else the mean
+        per_hour = int(3600 / step_s)
+        for kind, name in (("az", r["az_set"]), ("en", r["en_set"])):
+            f = forecast(r["curves"]["eval"][name], more_steps=int(hours * per_hour))
+            rows.append(
+                {
+                    "way": r["way"],
+                    "method": r["method"],
+                    "language": kind,
+                    "set": name,
+                    "steps_per_hour": per_hour,
+                    "hours": hours,
+                    **f,
+                }
+            )
+    return rows
 
 
 def export_run(cfg: Config, result: dict, base: str, base_tok, tok) -> Path:
