@@ -4,8 +4,9 @@ A curve is a list of evaluations ``{"step": int, "bpb": float}`` (a run's ``curv
 fits ``bpb = a + b * ln(step)`` by least squares to the evaluations of the run's second half (step >= half the last
 step, at least two of them), the range where the log-linear form (a power law's local shape) holds best, and reads the
 line at ``last step + more steps``. It is an estimate, not a measurement, and says so: it assumes that a run given the
-extra steps (with its schedule stretched to match) would follow the second half's line; a cosine schedule that ends
-near zero flattens the last evaluations, which makes the line conservative.
+extra steps (with its schedule stretched to match) would follow the second half's line. The line has no floor while
+a real curve flattens, so the further it is read past the measured steps (``reach``: the forecast's step over the
+last measured one) the more it promises; past about 2x it is a guess.
 
 >>> pts = [{"step": s, "bpb": 3.0 - 0.5 * math.log(s)} for s in (25, 50, 75, 100, 150)]
 >>> f = forecast(pts, more_steps=150)
@@ -40,7 +41,8 @@ def forecast(points: list[dict], *, more_steps: int) -> dict:
     second half's fitted change per doubling of the steps, and the fitted value ``more_steps`` later.
 
     Keys: ``last_step``, ``last_bpb``, ``last_interval_per_100_steps``, ``per_doubling``, ``bpb_after``,
-    ``change_after`` (``bpb_after - last_bpb``), ``more_steps``, ``fitted`` (evaluations in the fit). With fewer
+    ``change_after`` (``bpb_after - last_bpb``), ``more_steps``, ``reach`` (``(last step + more_steps) / last
+    step``: how far past the measurements the line is read), ``fitted`` (evaluations in the fit). With fewer
     than two evaluations after step 0 in the second half the fit's keys are ``None``."""
     pts = sorted((p for p in points if p["step"] > 0), key=lambda p: p["step"])
     if not pts:
@@ -55,6 +57,7 @@ def forecast(points: list[dict], *, more_steps: int) -> dict:
         if prev
         else None,
         "more_steps": int(more_steps),
+        "reach": (last["step"] + more_steps) / last["step"],
         "fitted": len(half),
         "per_doubling": None,
         "bpb_after": None,

@@ -403,6 +403,7 @@ MORE_TIME_COLUMNS = {
     "per_doubling": "fitted, bpb per doubling of steps",
     "fitted": "evaluations fitted",
     "more_steps": "steps in one more hour",
+    "reach": "x the measured steps",
     "bpb_after": "bpb after one more hour (estimate)",
     "change_after": "change (estimate)",
 }

@@ -117,7 +117,9 @@ fig = plots.adapt_curves(results)
 # Each run's curves read forward (`azllm.curves.forecast`): the fall over the last evaluation interval, the line
 # `bpb = a + b ln(step)` fitted to the second half of the run, and that line read one more hour of the run's own
 # measured step time later, on this machine. An estimate, not a measurement: it assumes a run given the extra steps
-# (its schedule stretched to match) follows the second half's line.
+# (its schedule stretched to match) follows the second half's line. The line has no floor while a real curve
+# flattens: the further it reaches past the measured steps ("x the measured steps"), the more it promises, and past
+# about 2x it is a guess.
 
 # %%
 more = adapt.more_time(results)

@@ -24,7 +24,7 @@ def test_forecast_fits_the_second_half_only_and_reads_the_line_later():
     # a kink: steep before step 75, on an exact log line from 75 on; the fit must see only the line
     pts = curve([25, 50], lambda s: 9.0) + curve([75, 100, 150], lambda s: 2.0 - 0.25 * math.log(s))
     f = forecast(pts, more_steps=50)
-    assert f["fitted"] == 3 and f["last_step"] == 150 and f["more_steps"] == 50
+    assert f["fitted"] == 3 and f["last_step"] == 150 and f["more_steps"] == 50 and f["reach"] == 200 / 150
     assert f["bpb_after"] == pytest.approx(2.0 - 0.25 * math.log(200))
     assert f["per_doubling"] == pytest.approx(-0.25 * math.log(2))
     assert f["last_interval_per_100_steps"] == pytest.approx((-0.25 * math.log(150 / 100)) / 50 * 100)
