@@ -118,7 +118,7 @@ KEEP: dict[str, tuple[str, ...]] = {
         "cheapest_variant",
         "seconds",
     ),
-    "adapt": ("runs", "steps", "genres", "best"),
+    "adapt": ("runs", "steps", "genres", "best", "one_more_hour"),
     "evaluate": ("before_after", "power", "z", "top", "moved", "az_headline", "en_headline"),
     "sft": ("chrf_before_after", "tasks_before_after", "main", "stages", "decoding"),
     "preference": (

@@ -59,6 +59,28 @@ def _adapt(rec: Record) -> list[str]:
         f"{cell(r.get('wall_s'), '{:,.0f}')} |"
         for r in runs
     )
+    return [*lines, "", *_more_time(rec)]
+
+
+def _more_time(rec: Record) -> list[str]:
+    """Notebook 05's curves read forward (``adapt.one_more_hour``, :func:`azllm.curves.forecast`), Azerbaijani
+    rows only; records from before the forecast render without it."""
+    rows = [r for r in section(rec, "adapt").get("one_more_hour") or [] if r["language"] == "az"]
+    if not rows:
+        return []
+    lines = heading(
+        "**Still learning? One more hour (05)**: Azerbaijani bits per byte over the last evaluation interval, and "
+        "the line fitted to the run's second half read one more hour of its own steps later (an estimate: the "
+        "line has no floor, and past 2x the measured steps it is a guess).",
+        ["way / method", "last step", "bpb per 100 steps, last interval", "fitted per doubling", "one more hour"],
+    )
+    lines.extend(
+        f"| {r['way']} / {r['method']} | {r['last_step']:,} | "
+        f"{cell(r['last_interval_per_100_steps'], '{:+.3f}').replace('-', '−')} | "
+        f"{cell(r['per_doubling'], '{:+.3f}').replace('-', '−')} | {cell(r['last_bpb'])} → {cell(r['bpb_after'])} "
+        f"(+{r['more_steps']:,} steps, {r.get('reach', (r['last_step'] + r['more_steps']) / r['last_step']):.1f}x) |"
+        for r in rows
+    )
     return [*lines, ""]
 
 

@@ -256,3 +256,16 @@ def test_the_cycle_s_last_model_against_the_original_is_rendered_with_its_chain(
     assert "| flores_az_en | 200 | 15.58 | 12.90 | 6.00 (−6.90 ± 0.70 ▼) | 1.96 |" in out
     assert "| original base | 10.00 | — | — | — |" in out
     assert "| adapted + SFT + preference | 11.50 | (+1.50 ± 0.90 ·) | adapted + SFT (−0.50 ± 0.40 ·) | 1.12 |" in out
+
+
+def test_the_quick_study_renders_its_forecast_and_older_records_render_without_one():
+    """docs/smollm2.json keeps notebook 05's curves read forward (adapt.one_more_hour); the renderer shows each
+    Azerbaijani row's numbers, and the long record (made before the forecast existed) renders without the table."""
+    quick = read_record(REPO / "docs" / "smollm2.json")
+    rows = [r for r in quick["adapt"]["one_more_hour"] if r["language"] == "az"]
+    text = markdown(quick)
+    assert "**Still learning? One more hour (05)**" in text and len(rows) == 2
+    for r in rows:
+        assert f"| {r['way']} / {r['method']} | {r['last_step']:,} | " in text
+        assert f"{r['last_bpb']:.3f} → {r['bpb_after']:.3f} (+{r['more_steps']:,} steps" in text
+    assert "One more hour" not in markdown(read_record(RECORD))
