@@ -28,7 +28,7 @@ Commands:
     bench scale PARAMS [--sizes 64M,256M,1G] [--stages S] [--out DIR]
                                                                  every data stage on generated text of growing size
     bench peers PARAMS [--size 256M] [--rounds N] [--out DIR]    token files: azllm vs datasets.map vs datatrove
-    results RUN_FOLDER [--record FILE]                           a run's results tables as Markdown (the README's)
+    results RUN_FOLDER [--record FILE] [--headline]              a run's results tables as Markdown (the README's)
     publish RUN_OR_EXPORT [--repo OWNER/NAME] [--dry-run] [--public] [--gguf same|separate|none] [--dataset]
                                                                  the run's last model (or corpus) on the Hugging Face
                                                                  Hub with a card of its measured results
@@ -94,6 +94,11 @@ def parser() -> argparse.ArgumentParser:
     rs = sub.add_parser("results", help="a run's results tables as Markdown, from its metrics.json or a record")
     rs.add_argument("run", help="a run folder (reports/<run>), its metrics.json, or a record (docs/smollm2_long.json)")
     rs.add_argument("--record", help="also write the record: what the tables read, with the run's commit and machine")
+    rs.add_argument(
+        "--headline",
+        action="store_true",
+        help="only the README's block: the pages' time and the last model against the original",
+    )
     pu = sub.add_parser("publish", help="a run's model (or corpus) on the Hugging Face Hub, with its card")
     pu.add_argument("run", help="a run folder (reports/<run>: its last model) or an export folder of a run")
     pu.add_argument("--repo", help="OWNER/NAME (default: publish.repo of the run's params)")
@@ -224,10 +229,10 @@ def _launch(args) -> int:
 
 
 def _results(args) -> int:
-    """``results``: :func:`azllm.results.markdown` of a run's record (:func:`azllm.record.read_record`);
-    ``--record`` writes the record."""
+    """``results``: :func:`azllm.results.markdown` of a run's record (:func:`azllm.record.read_record`), or with
+    ``--headline`` its :func:`azllm.results.headline` (the README's block); ``--record`` writes the record."""
     from .record import read_record
-    from .results import markdown
+    from .results import headline, markdown
     from .utils import atomic_write_json
 
     try:
@@ -237,7 +242,7 @@ def _results(args) -> int:
         return 2
     if args.record:
         atomic_write_json(args.record, rec)
-    print(markdown(rec), end="")
+    print((headline if args.headline else markdown)(rec), end="")
     return 0
 
 

@@ -12,9 +12,15 @@ RECORD = REPO / "docs" / "smollm2_long.json"
 
 
 def test_the_readme_results_are_the_recorded_run_rendered(capsys):
-    rec = read_record(RECORD)
+    """The README's block is the quick study's headline, as `azllm results docs/smollm2.json --headline` prints it
+    (the README shows that command); docs/results.md holds every record's tables."""
+    quick_path = REPO / "docs" / "smollm2.json"
     block = readme_block((REPO / "README.md").read_text(encoding="utf-8"), "smollm2")
-    assert block == headline(rec)
+    assert block == headline(read_record(quick_path)) and "The cycle's last model against the original base" in block
+    assert "python -m azllm results docs/smollm2.json --headline" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert main(["results", str(quick_path), "--headline"]) == 0
+    assert capsys.readouterr().out == block
+    rec = read_record(RECORD)
     every = readme_block((REPO / "docs" / "results.md").read_text(encoding="utf-8"), "smollm2-long")
     assert every == markdown(rec)
     assert main(["results", str(RECORD)]) == 0
