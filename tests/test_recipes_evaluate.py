@@ -258,8 +258,9 @@ def test_power_rows_give_each_tasks_median_se_and_mde():
 def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     """Every local task of both studies resolves under the shared data root; both probe SIB-200 on train + dev (420
     items, each counted once), score its multiple choice on the 47 dev items and adapt with 25% English replay; the
-    long study scores FLORES on 200 sentences each way and runs the controls of 07. Both judge on verdict splits that no choice
-    reads: FLORES dev's first lines (adaptation's bits per byte read the rest) and 50 native conversations."""
+    long study scores FLORES on 200 sentences each way and runs the controls of 07. Both judge on verdict splits
+    that no choice reads: FLORES dev's first lines (adaptation's bits per byte read the rest) and 50 native
+    conversations."""
     from azllm.evaluation.tasks import task_rows
     from azllm.recipes.tasks import local_configs, probe_rows
 
