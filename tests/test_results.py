@@ -270,7 +270,7 @@ def test_the_quick_study_renders_its_forecast_and_older_records_render_without_o
     quick = read_record(REPO / "docs" / "smollm2.json")
     rows = [r for r in quick["adapt"]["one_more_hour"] if r["language"] == "az"]
     text = markdown(quick)
-    assert "**Still learning? One more hour (05)**" in text and len(rows) == 2
+    assert "**Still learning? One more hour (05)**" in text and len(rows) == len(quick["adapt"]["runs"]) >= 1
     for r in rows:
         assert f"| {r['way']} / {r['method']} | {r['last_step']:,} | " in text
         assert f"{r['last_bpb']:.3f} → {r['bpb_after']:.3f} (+{r['more_steps']:,} steps" in text
