@@ -78,7 +78,7 @@ def _more_time(rec: Record) -> list[str]:
         f"| {r['way']} / {r['method']} | {r['last_step']:,} | "
         f"{cell(r['last_interval_per_100_steps'], '{:+.3f}').replace('-', '−')} | "
         f"{cell(r['per_doubling'], '{:+.3f}').replace('-', '−')} | {cell(r['last_bpb'])} → {cell(r['bpb_after'])} "
-        f"(+{r['more_steps']:,} steps, {r.get('reach', (r['last_step'] + r['more_steps']) / r['last_step']):.1f}x) |"
+        f"(+{r['more_steps']:,} steps, {r['reach']:.1f}x) |"
         for r in rows
     )
     return [*lines, ""]
