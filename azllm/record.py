@@ -138,6 +138,11 @@ KEEP: dict[str, tuple[str, ...]] = {
 pages' own detail stays in ``metrics.json``)."""
 
 
+# What a record keeps of the machine (azllm.utils.machine_info): enough to tell two machines' numbers apart (the same
+# params on another CPU differ in the last digits), no host name. "cpu" and "gpu" are older records' names.
+MACHINE_KEYS = ("processor", "cpu", "cpu_count", "memory_gb", "gpus", "gpu", "cuda_version", "platform", "python")
+
+
 def run_record(doc: dict) -> Record:
     """The record of a ``metrics.json`` document (``{"run", "metrics", "notebooks", "artifacts"}``)."""
     m, run = doc["metrics"], doc["run"]
@@ -146,7 +151,7 @@ def run_record(doc: dict) -> Record:
         "schema": SCHEMA_VERSION,
         "run": {
             **{k: run.get(k) for k in ("run_name", "params_file", "git_commit", "params_hash", "time_utc")},
-            "machine": {k: mach.get(k) for k in ("cpu", "cpu_count", "gpu", "platform") if k in mach},
+            "machine": {k: mach.get(k) for k in MACHINE_KEYS if k in mach},
         },
         "notebooks": [{k: n.get(k) for k in ("name", "seconds", "status")} for n in doc.get("notebooks") or []],
         "artifacts": doc.get("artifacts") or {},

@@ -16,7 +16,7 @@ from conftest import REPO
 def test_a_record_keeps_where_it_came_from_and_only_what_is_read():
     doc = {
         "run": {"run_name": "r", "git_commit": "c0ffee0", "params_hash": "h", "time_utc": "t",
-                "machine": {"cpu": "x", "cpu_count": 2, "hostname": "not kept"}},
+                "machine": {"processor": "x", "cpu_count": 2, "memory_gb": 24.0, "hostname": "not kept"}},
         "notebooks": [{"name": "09_preference", "seconds": 60.0, "status": "ok", "html": "09_preference.html"}],
         "artifacts": {"preference_export": "/a/export"},
         "metrics": {
@@ -26,7 +26,8 @@ def test_a_record_keeps_where_it_came_from_and_only_what_is_read():
         },
     }  # fmt: skip
     rec = run_record(doc)
-    assert rec["schema"] == SCHEMA_VERSION and rec["run"]["machine"] == {"cpu": "x", "cpu_count": 2}
+    assert rec["schema"] == SCHEMA_VERSION
+    assert rec["run"]["machine"] == {"processor": "x", "cpu_count": 2, "memory_gb": 24.0}
     assert rec["notebooks"] == [{"name": "09_preference", "seconds": 60.0, "status": "ok"}]
     assert rec["preference"] == {"method": "dpo", "judgement": doc["metrics"]["preference"]["judgement"]}
     assert "unknown_section" not in rec and section(rec, "sft") == {}
@@ -93,14 +94,19 @@ def test_the_record_keeps_every_key_the_index_answers_read():
 
 
 def test_the_committed_records_answer_as_a_run_folder_does():
-    """The study's committed record (docs/smollm2_long.json, kept before the record had a schema) gives the index's
-    answers of the pages it ran, with their numbers; the default report's gives the first pages'."""
-    long = {q: a for q, a, _, _ in answers.headline(read_record(REPO / "docs" / "smollm2_long.json"))}
-    pref = long["Does preference tuning help (held-out answers)"]
-    rec = read_record(REPO / "docs" / "smollm2_long.json")
-    acc = next(r for r in rec["preference"]["judgement"] if r["measure"].startswith("preference accuracy"))
-    assert pref.startswith("DPO: chrF++ (24 held-out answers) 10.68 → 9.33 (-1.35 ± 1.00, within noise); ")
-    assert f"preference accuracy (24 held-out pairs) {acc['after']:.3f} (gain against chance)" in pref
-    assert "Does instruction tuning help (held-out answers)" in long
+    """Each study's committed record gives the index's answers of the pages it ran, with the record's numbers; the
+    default report's gives the first pages'."""
+    for name in ("smollm2_long", "smollm2"):
+        rec = read_record(REPO / "docs" / f"{name}.json")
+        said = {q: a for q, a, _, _ in answers.headline(rec)}
+        pref = said["Does preference tuning help (held-out answers)"]
+        rows = {r["measure"].split(" (")[0]: r for r in rec["preference"]["judgement"]}
+        chrf, acc = rows["chrF++"], rows["preference accuracy"]
+        assert pref.startswith(
+            f"DPO: {chrf['measure']} {chrf['before']:.2f} → {chrf['after']:.2f} "
+            f"({chrf['delta']:+.2f} ± {chrf['delta_se']:.2f}, {chrf['verdict']}); "
+        ), (name, pref)
+        assert f"{acc['measure']} {acc['after']:.3f}" in pref
+        assert "Does instruction tuning help (held-out answers)" in said
     default = {q for q, _, _, _ in answers.headline(read_record(REPO / "docs" / "default.json"))}
     assert {"What the corpus stage kept", "Tokens per word", "Held-out bits per byte"} <= default
