@@ -81,13 +81,15 @@ def _run(way, method, az, en, *, az_set="my_az", en_set="val"):
 def test_the_study_rows_and_the_winner_use_each_runs_own_set_names():
     """One row per run (whatever its eval sets are called), the English change, and the winner: the lowest
     Azerbaijani bpb after (what the index shows and notebook 07 instruction-tunes), chosen here once."""
-    from azllm.recipes import adapt, sft
+    from azllm.recipes import adapt
 
     runs = [_run("keep", "full", (3.0, 2.5), (1.5, 1.7)), _run("extend", "lora", (3.1, 2.2), (1.5, 1.6))]
     row = adapt.run_row(runs[0], 2.5)
     assert (row["az_bpb_before"], row["az_bpb_after"], row["en_bpb_before"], row["en_bpb_after"]) == (3, 2.5, 1.5, 1.7)
     assert row["en_bpb_change"] == 1.7 - 1.5 and row["tokens_per_word"] == 2.5 and row["wall_s"] == 12.0
-    assert adapt.best_run(runs) is runs[1] and sft.best_adapt_run(runs) is runs[1]
+    assert adapt.best_run(runs) is runs[1]
+    with pytest.raises(ValueError, match="no adaptation run"):
+        adapt.best_run([])
     cfg = load_params(None, overrides={"data": {"eval": {"my_az": {"path": "x.txt"}}}})
     tok_rows = [{"way": w, "tokens_per_word": {"my_az": f}} for w, f in (("keep", 2.5), ("extend", 1.9))]
     rec = adapt.runs_record(cfg, runs, tok_rows)

@@ -214,16 +214,6 @@ def test_the_stages_output_is_the_run_exported_and_marked_whatever_sft_export_sa
     assert (folder / "model.safetensors").stat().st_mtime_ns == written
 
 
-def test_the_stand_in_base_is_the_adaptation_run_with_the_best_azerbaijani_bpb():
-    runs = [
-        {"way": w, "method": m, "az_set": "flores", "final": {"flores": {"bpb": b}}}
-        for w, m, b in [("keep", "full", 2.1), ("extend", "lora", 1.7), ("swap", "full", 1.9)]
-    ]
-    assert sft.best_adapt_run(runs)["way"] == "extend"
-    with pytest.raises(ValueError, match="no adaptation run"):
-        sft.best_adapt_run([])
-
-
 def test_samples_put_the_base_answer_beside_the_trained_one():
     after = {
         "rows": [

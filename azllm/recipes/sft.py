@@ -6,7 +6,8 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
 
 - :func:`base_folder`: ``sft.base``, else the adaptation stage's output, found by its marker or built once
   (:func:`azllm.recipes.stages.require`): the way x method of notebook 05 with the lowest Azerbaijani bits per byte
-  (:func:`best_adapt_run`; the evaluation recipe's tasks are not used for the choice), exported as one folder;
+  (:func:`azllm.recipes.adapt.best_run`; the evaluation recipe's tasks are not used for the choice), exported as one
+  folder;
 - :func:`sft_tokenizer`: the base's tokenizer with the chat template of training (:mod:`azllm.sft.template`);
 - :func:`sft_data`: every ``sft.sources`` entry read (:mod:`azllm.sft.data`), cleaned and deduplicated
   (:mod:`azllm.sft.clean`), the held-out split drawn, decontaminated (:mod:`azllm.sft.decontaminate`), length-limited;
@@ -40,7 +41,6 @@ from .tasks import decontamination_sets
 __all__ = [
     "sft_spec",
     "base_folder",
-    "best_adapt_run",
     "load_base_tokenizer",
     "sft_tokenizer",
     "sft_data",
@@ -84,14 +84,6 @@ def sft_spec(
 
 
 # ------------------------------------------------------------------------------------------------------ base
-
-
-def best_adapt_run(results: list[dict]) -> dict:
-    """The adaptation run with the lowest final Azerbaijani bits per byte (its ``az_set``): notebook 05's winner,
-    :func:`azllm.recipes.adapt.best_run`."""
-    from .adapt import best_run
-
-    return best_run(results)
 
 
 def base_folder(cfg: Config, *, show=lambda line: None) -> tuple[str, dict]:
