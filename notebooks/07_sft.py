@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import display
 
 from azllm import plots, recipes, report, tables
-from azllm.recipes import controls, evaluate, judge, sft
+from azllm.recipes import controls, conversations, evaluate, judge, sft
 
 cfg = recipes.setup(params_file)
 S = cfg.sft
@@ -75,8 +75,8 @@ print(
 # evaluation texts dropped, and the token-length policy applied. Every count is on the page.
 
 # %%
-data = sft.sft_data(cfg, tok)
-rows = sft.data_rows(data["counts"])
+data = conversations.sft_data(cfg, tok)
+rows = conversations.data_rows(data["counts"])
 report.record(out_dir, "sft", {"data": rows, "counts": data["counts"], "notes": data["notes"]})
 for n in data["notes"]:
     print(n)

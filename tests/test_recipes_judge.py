@@ -4,7 +4,7 @@ paired before -> after changes of chrF++, the loop rate and the empty share."""
 import pytest
 from sft_helpers import params, tiny_base  # noqa: F401  (fixture)
 
-from azllm.recipes import judge, sft
+from azllm.recipes import conversations, judge, sft
 
 
 def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(tiny_base, tmp_path):
@@ -16,7 +16,7 @@ def test_base_answers_score_the_base_before_any_step_and_the_change_is_paired(ti
 
     cfg = params(tiny_base, tmp_path)
     tok, template = sft.sft_tokenizer(cfg, str(tiny_base))
-    data = sft.sft_data(cfg, tok)
+    data = conversations.sft_data(cfg, tok)
     before = judge.base_answers(cfg, base=str(tiny_base), tokenizer=tok, template=template, data=data)
     assert [r["id"] for r in before["rows"]] == [c["id"] for c in data["held_out"]]
     assert before["chrf++"] is not None and len(before["rows"]) >= 3

@@ -64,7 +64,7 @@ def test_with_a_verdict_split_judged_pairs_come_from_it_and_the_loops_eval_pairs
 
     from azllm import engine
     from azllm.config import load_params
-    from azllm.recipes import sft
+    from azllm.recipes import conversations
     from azllm.sft.template import prepare_tokenizer
 
     class Fixed:
@@ -79,7 +79,7 @@ def test_with_a_verdict_split_judged_pairs_come_from_it_and_the_loops_eval_pairs
     tok = AutoTokenizer.from_pretrained(str(tiny_base))
     template = prepare_tokenizer(tok)
     data = prefer.preference_data(cfg, None, tok, template)
-    convs = sft.sft_data(cfg, tok)
+    convs = conversations.sft_data(cfg, tok)
     verdict, selection = {c["id"] for c in convs["verdict"]}, {c["id"] for c in convs["held_out"]}
 
     def ids(pairs, built_as):

@@ -23,7 +23,7 @@ def _params(tmp_path, base):
 def test_a_sweep_judges_each_variant_on_the_selection_split_and_records_the_choice(
     tiny_base, tmp_path, monkeypatch, capsys
 ):
-    from azllm.recipes import load, prefer, sft
+    from azllm.recipes import conversations, load, prefer, sft
     from azllm.record import read_record
     from azllm.results import markdown
 
@@ -41,7 +41,7 @@ def test_a_sweep_judges_each_variant_on_the_selection_split_and_records_the_choi
     assert rec["chosen"] == (prefer.chosen_setting(rec["variants"]) or {}).get("name")
     cfg = load(params)
     tok, _ = sft.sft_tokenizer(cfg, str(tiny_base))
-    data = sft.sft_data(cfg, tok)
+    data = conversations.sft_data(cfg, tok)
     n_selection = min(4, len(data["held_out"]))
     for v in rec["variants"]:
         acc, chrf = v["judgement"][0], v["judgement"][1]

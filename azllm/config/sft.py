@@ -76,6 +76,12 @@ class SftConfig(Section):
     so that the held-out split stays the one of the records made before this field (what their choices read), and
     the verdict holds conversations no earlier choice read.
     0: the held-out split is both (as in the records made before this field)."""
+    verdict_sources: dict[str, SftSourceConfig] = Field(default_factory=dict)
+    """Your own test sets for the verdict, by name (the same fields as ``sources``), for example native answers you
+    keep apart: every judgement reads them instead of the ``verdict_size`` drawn conversations, which still stay out
+    of training, so that the run trains on what the run without them trained on (its record's recipe, judged on your
+    data). Never trained on, never read by a choice; a conversation that repeats one of their prompts is dropped
+    before the splits are drawn. A name may not also be in ``sources`` or ``eval_sources``."""
     on_bad_record: Literal["error", "drop"] = "error"
     """A record with an unknown role, no assistant turn, or ending on a user turn: stop with an error naming it,
     or drop it and count it in the data table."""

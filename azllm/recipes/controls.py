@@ -41,14 +41,14 @@ def control_answers(cfg: Config, *, adapted: dict, adapted_sft: dict, show=print
     """``{stage: answers}`` (:func:`azllm.recipes.sft.answers`' shape) of :data:`STAGES`: ``adapted`` and
     ``adapted_sft`` are notebook 07's before and after; the original base's answers and its SFT run are made here
     (each cached like notebook 07's)."""
-    from . import judge, sft
+    from . import conversations, judge, sft
 
     out = {"adapted": adapted, "adapted + SFT": adapted_sft}
     base = original_base(cfg)
     if base is None:
         return out
     tok, template = sft.sft_tokenizer(cfg, base)
-    data = sft.sft_data(cfg, tok)
+    data = conversations.sft_data(cfg, tok)
     show(f"controls: the original base {base}: its answers, then the SFT recipe on it")
     out["original base"] = judge.base_answers(cfg, base=base, tokenizer=tok, template=template, data=data)
     run = sft.sft_run(cfg, base=base, tokenizer=tok, template=template, data=data)

@@ -178,7 +178,7 @@ def _prompts(cfg: Config, name: str, folder: str) -> tuple[list[str], bool]:
     if name == "sft" or (name in ("student", "baseline", "teacher") and cfg.distill.teacher == "sft"):
         from transformers import AutoTokenizer
 
-        from .sft import sft_data
+        from .conversations import sft_data
 
         held = sft_data(cfg, AutoTokenizer.from_pretrained(folder))["held_out"][:n]
         return [next(m["content"] for m in c["messages"] if m["role"] == "user") for c in held], True

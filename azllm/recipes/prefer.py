@@ -105,8 +105,8 @@ def preference_data(cfg: Config, model, tok, template: Template) -> dict:
     the selection split's with ``preference.judge_on: selection``); ``selection``: the training loop's eval pairs (the
     same pairs without ``sft.verdict_size``)."""
     from ..prefer.data import check_lengths, decontaminate_pairs, native_over_mt, source_shares
+    from .conversations import eval_texts, sft_data
     from .judge import judged
-    from .sft import eval_texts, sft_data
 
     p, s = cfg.preference, cfg.sft
     data = sft_data(cfg, tok)
@@ -329,7 +329,7 @@ def against_original(cfg: Config, record: dict) -> dict | None:
     Every model answers with the same decoding and its own chat template; each answer set and score is cached by
     its model's weights (notebook 07's controls and notebook 09's tasks are read back, not run again). None
     without an original base (``sft.base`` or the stand-in) or without an export."""
-    from . import controls, judge, sft
+    from . import controls, conversations, judge, sft
     from .evaluate import base_scores, folder_scores, pair_rows
 
     original = controls.original_base(cfg)
@@ -342,7 +342,7 @@ def against_original(cfg: Config, record: dict) -> dict | None:
         ("adapted + SFT + preference", record["export"]),
     ):
         tok, template = sft.sft_tokenizer(cfg, str(folder))
-        data = sft.sft_data(cfg, tok)
+        data = conversations.sft_data(cfg, tok)
         answers[name] = judge.base_answers(cfg, base=str(folder), tokenizer=tok, template=template, data=data)
     chain = controls.stage_rows(cfg, answers)
     names = list(answers)
@@ -544,7 +544,8 @@ def preference_benchmark(cfg: Config, *, rounds: int = 3, steps: int = 12, threa
     from ..bench.prefer import compare_preference, pair_tokens
     from ..sft.template import prepare_tokenizer
     from ..utils import atomic_write_json
-    from .sft import load_base_tokenizer, lora_kwargs, sft_data
+    from .conversations import sft_data
+    from .sft import load_base_tokenizer, lora_kwargs
 
     base = preference_base(cfg)
     tok = load_base_tokenizer(base)

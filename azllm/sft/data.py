@@ -48,9 +48,10 @@ _OUTPUT_NAMES = ("output", "response")
 
 
 class SftData(TypedDict):
-    """The conversations of a run (:func:`azllm.recipes.sft.sft_data`): training, held-out (selection) and verdict
-    conversations (``{"id", "source", "messages"}``; ``verdict`` is empty without ``sft.verdict_size``), what each
-    step kept (``counts``), notes for the page, and the key the runs and answers are cached by."""
+    """The conversations of a run (:func:`azllm.recipes.conversations.sft_data`): training, held-out (selection)
+    and verdict conversations (``{"id", "source", "messages"}``; ``verdict`` is empty without ``sft.verdict_size``
+    or ``sft.verdict_sources``), what each step kept (``counts``), notes for the page, and the key the runs and
+    answers are cached by."""
 
     train: list[dict]
     held_out: list[dict]
