@@ -281,3 +281,46 @@ def test_the_smollm2_studies_find_their_evaluation_data(name, shared):
     selection = set(source_lines(resolve(cfg, cfg.data.eval["flores"])))
     assert len(selection) > 700 and not selection & {r["target"] for r in flores}
     assert cfg.sft.verdict_size == 50 and cfg.preference.held_out_pairs == 50
+
+
+def test_the_heldout_params_are_the_long_study_judged_on_test_splits(tmp_path):
+    """params/smollm2_heldout.yaml differs from params/smollm2_long.yaml in the verdict data alone (FLORES devtest in
+    full, SIB-200 test, sft.verdict_sources), so its record judges the long study's recipe on test splits; with
+    files of those formats under a data root (the fixtures' dev splits written where the test splits go), every
+    verdict task reads them and the few-shot pools stay the dev and train splits."""
+    import shutil
+
+    from azllm.evaluation.tasks import task_rows
+    from azllm.recipes.tasks import local_configs
+
+    def flat(d: dict, pre: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{pre}{k}.") if isinstance(v, dict) and v else {f"{pre}{k}": v})
+        return out
+
+    long, held = (flat(load_params(REPO / f"params/{n}.yaml").to_dict()) for n in ("smollm2_long", "smollm2_heldout"))
+    changed = {k for k in long.keys() | held.keys() if long.get(k) != held.get(k)}
+    verdict = ("run_name", "sft.verdict_sources", *(f"evaluate.local.{t}.path" for t in ("sib200_az",
+               "sib200_en", "flores_en_az", "flores_az_en")), "evaluate.local.flores_en_az.first",
+               "evaluate.local.flores_az_en.first")  # fmt: skip
+    assert {k for k in changed if not k.startswith(verdict)} == set() and len(changed) > 8
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / "data", root / "data")
+    (root / "data/az/devtest").mkdir()
+    for lang in ("azj_Latn", "eng_Latn"):
+        shutil.copy(
+            root / f"data/az/dev/flores200.dev.{lang}.txt", root / f"data/az/devtest/flores200.devtest.{lang}.txt"
+        )
+        shutil.copy(root / f"data/az/eval/sib200/{lang}/dev.tsv", root / f"data/az/eval/sib200/{lang}/test.tsv")
+    shutil.copy(root / "data/az/sft/native_train.jsonl", root / "data/az/sft/native_test.jsonl")
+    mmlu = {"subset": ["marketing"]}  # the fixtures hold two other MMLU subjects than the study's
+    overrides = {"data": {"root": str(root)}, "evaluate": {"local": {"mmlu_en": mmlu}}}
+    cfg = load_params(REPO / "params/smollm2_heldout.yaml", overrides=overrides)
+    configs = {c["task"]: c for c in local_configs(cfg)}
+    lines = (FIXTURES / "data/az/dev/flores200.dev.azj_Latn.txt").read_text(encoding="utf-8").splitlines()
+    assert len(task_rows(configs["flores_en_az"], "test")) == len(lines)  # first: null, every devtest sentence
+    kw = {name: configs[name]["dataset_kwargs"] for name in ("flores_az_en", "sib200_en")}
+    assert "devtest" in kw["flores_az_en"]["path"] and kw["flores_az_en"]["fewshot_path"].endswith("dev.{lang}.txt")
+    assert kw["sib200_en"]["path"].endswith("test.tsv") and kw["sib200_en"]["fewshot_path"].endswith("train.tsv")
+    assert (root / cfg.sft.verdict_sources["native_test"].path).is_file() and cfg.sft.verdict_size == 50
