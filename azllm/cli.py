@@ -29,6 +29,7 @@ Commands:
                                                                  every data stage on generated text of growing size
     bench peers PARAMS [--size 256M] [--rounds N] [--out DIR]    token files: azllm vs datasets.map vs datatrove
     results RUN_FOLDER [--record FILE] [--headline]              a run's results tables as Markdown (the README's)
+    results RUN_FOLDER --same-as RECORD [--tolerance X]          whether the run reproduces a record's results
     publish RUN_OR_EXPORT [--repo OWNER/NAME] [--dry-run] [--public] [--gguf same|separate|none] [--dataset]
                                                                  the run's last model (or corpus) on the Hugging Face
                                                                  Hub with a card of its measured results
@@ -99,6 +100,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only the README's block: the pages' time and the last model against the original",
     )
+    rs.add_argument(
+        "--same-as",
+        metavar="RECORD",
+        help="instead of the tables, whether every result of RECORD is the run's too (wall times, speeds, memory "
+        "and paths aside); exit 1 with each difference if not",
+    )
+    rs.add_argument("--tolerance", type=float, default=1e-6, help="relative tolerance of --same-as (default 1e-6)")
     pu = sub.add_parser("publish", help="a run's model (or corpus) on the Hugging Face Hub, with its card")
     pu.add_argument("run", help="a run folder (reports/<run>: its last model) or an export folder of a run")
     pu.add_argument("--repo", help="OWNER/NAME (default: publish.repo of the run's params)")
@@ -242,8 +250,30 @@ def _results(args) -> int:
         return 2
     if args.record:
         atomic_write_json(args.record, rec)
+    if args.same_as:
+        return _same_as(rec, args.run, args.same_as, args.tolerance)
     print((headline if args.headline else markdown)(rec), end="")
     return 0
+
+
+def _same_as(rec: dict, name: str, reference: str, tolerance: float) -> int:
+    """``results --same-as``: :func:`azllm.record.differences` of ``rec`` against the record ``reference``, printed;
+    0 when there are none."""
+    from .record import differences, measures, read_record
+
+    ref = read_record(reference)
+    diffs = differences(rec, ref, rel_tol=tolerance)
+    n, added = len(measures(ref)), len(measures(rec).keys() - measures(ref).keys())
+    print(
+        f"{name} against {reference}: {n - len(diffs):,} of {n:,} results the same within {tolerance:g} (wall times, "
+        f"speeds, memory and paths aside); {added:,} only in {name} (fields the record gained since)"
+    )
+    a, b = ((r.get("run") or {}).get("machine") or {} for r in (rec, ref))
+    if any(a.get(k) != b.get(k) for k in ("processor", "cpu", "platform")):
+        print("  not the same machine (or the reference does not say): floats may differ in their last digits")
+    for k, got, want in diffs:
+        print(f"  {k}: {got!r} (reference {want!r})")
+    return 1 if diffs else 0
 
 
 def _publish(args) -> int:

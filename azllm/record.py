@@ -20,11 +20,25 @@ Each before -> after measure, whatever its stage, is one :class:`Change` row; th
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["SCHEMA_VERSION", "KEEP", "Change", "RunInfo", "PageTime", "Record", "run_record", "read_record", "section"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "KEEP",
+    "Change",
+    "RunInfo",
+    "PageTime",
+    "Record",
+    "run_record",
+    "read_record",
+    "section",
+    "measures",
+    "differences",
+]
 
 SCHEMA_VERSION = 1
 
@@ -191,3 +205,67 @@ def section(rec: Record, name: str) -> dict:
     ({'stages': []}, {})
     """
     return rec.get(name) or {}
+
+
+# What two runs of the same params may differ in without being different results: the run's facts, its pages' times,
+# its artifacts' paths, and (by leaf name) wall times, speeds, memory, the machine's load and worker count.
+NOT_RESULTS = ("run", "notebooks", "artifacts")
+MACHINE_BOUND = re.compile(
+    r"(seconds|\w+_s|load|workers|speed_ratio|memory_ratio|hours_for_\w+|mb_per_s\w*|\w*tokens_per_s\w*"
+    r"|step_ms_\w+|peak_\w+|\w*rss\w*)"
+)
+ROW_NAMES = ("task", "measure", "name", "tokenizer", "eval_set", "way", "method", "metric", "language")
+
+
+def measures(rec: Record) -> dict[str, object]:
+    """Every result of a record as ``{dotted key: value}``: :data:`NOT_RESULTS` sections and the leaves
+    :data:`MACHINE_BOUND` names left out; a list of rows is keyed by what names each row (:data:`ROW_NAMES`), so
+    that two records list them in any order.
+
+    >>> rows = [{"task": "t", "after": 0.5}]
+    >>> measures({"run": {"git_commit": "a"}, "train": {"wall_s": 9.0, "bpb": 1.5}, "evaluate": {"rows": rows}})
+    {'train.bpb': 1.5, 'evaluate.rows.t.task': 't', 'evaluate.rows.t.after': 0.5}
+    """
+
+    def rows(v: list) -> list[str] | None:
+        names = ["/".join(str(r[k]) for k in ROW_NAMES if k in r) if isinstance(r, dict) else "" for r in v]
+        return names if all(names) and len(set(names)) == len(names) else None
+
+    def walk(v: object, key: str):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not MACHINE_BOUND.fullmatch(str(k)):
+                    yield from walk(x, f"{key}.{k}")
+        elif isinstance(v, list):
+            for name, x in zip(rows(v) or map(str, range(len(v))), v):
+                yield from walk(x, f"{key}.{name}")
+        else:
+            yield key, v
+
+    return {
+        k: v for name, sec in rec.items() if name not in NOT_RESULTS and name != "schema" for k, v in walk(sec, name)
+    }
+
+
+def differences(run: Record, reference: Record, *, rel_tol: float = 1e-6) -> list[tuple[str, object, object]]:
+    """``(key, run's value, reference's value)`` for every result of ``reference`` (:func:`measures`) that ``run``
+    lacks or holds otherwise: numbers equal within ``rel_tol`` of the larger (an absolute ``rel_tol`` below 1),
+    anything else exactly. A result only ``run`` holds (a field added to the record since) is not a difference.
+
+    >>> ref = {"train": {"final": {"val_bpb": 1.5, "wall_s": 9.0}, "method": "full"}}
+    >>> differences({"train": {"final": {"val_bpb": 1.5000001, "wall_s": 7.0}, "method": "full"}}, ref)
+    []
+    >>> differences({"train": {"final": {"val_bpb": 1.5001}}}, ref)
+    [('train.final.val_bpb', 1.5001, 1.5), ('train.method', '<missing>', 'full')]
+    """
+    mine, theirs = measures(run), measures(reference)
+    out = []
+    for k, want in theirs.items():
+        got = mine.get(k, "<missing>")
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (got, want)):
+            same = math.isclose(got, want, rel_tol=rel_tol, abs_tol=rel_tol) or math.isnan(got) and math.isnan(want)
+        else:
+            same = got == want
+        if not same:
+            out.append((k, got, want))
+    return out

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from azllm import answers
-from azllm.record import KEEP, SCHEMA_VERSION, read_record, run_record, section
+from azllm.record import KEEP, SCHEMA_VERSION, differences, measures, read_record, run_record, section
 from conftest import REPO
 
 
@@ -110,3 +110,48 @@ def test_the_committed_records_answer_as_a_run_folder_does():
         assert "Does instruction tuning help (held-out answers)" in said
     default = {q for q, _, _, _ in answers.headline(read_record(REPO / "docs" / "default.json"))}
     assert {"What the corpus stage kept", "Tokens per word", "Held-out bits per byte"} <= default
+
+
+def test_two_runs_are_the_same_when_every_result_is_whatever_their_speed_and_row_order():
+    """``differences``: a record against itself has none; its wall times, speeds, memory, paths and page times
+    rewritten, and its rows of changes reversed, still none; one result moved by 1e-5 of itself, or dropped, is named
+    with both values; a result the run alone holds (a field the record gained since) is not a difference."""
+    import copy
+
+    ref = read_record(REPO / "docs" / "default.json")
+    assert len(measures(ref)) > 1000 and differences(ref, ref) == []
+    run = copy.deepcopy(ref)
+    run["run"]["git_commit"], run["artifacts"] = "another", {}
+    run["notebooks"] = [{**n, "seconds": n["seconds"] * 2} for n in run["notebooks"]]
+    run["train"]["tokens_per_s"] *= 3
+    run["benchmark"]["variants"][0]["step_ms_median"] += 50
+    run["evaluate"]["before_after"].reverse()
+    run["adapt"]["new_field"] = {"x": 1.0}
+    assert differences(run, ref) == []
+    row = run["evaluate"]["before_after"][0]
+    row["after"] *= 1 + 1e-5
+    del run["train"]["final"]
+    diffs = {k: (got, want) for k, got, want in differences(run, ref)}
+    (key,) = [k for k in diffs if not k.startswith("train.final.")]
+    assert key.startswith(f"evaluate.before_after.{row['task']}/") and key.endswith(".after")
+    assert diffs[key][0] == row["after"] and len(diffs) > 1
+    assert {got for k, (got, _) in diffs.items() if k != key} == {"<missing>"}
+    assert differences(run, ref, rel_tol=1e-3) == [(k, "<missing>", w) for k, (_, w) in diffs.items() if k != key]
+
+
+def test_results_same_as_exits_0_on_the_same_results_and_1_naming_each_difference(tmp_path, capsys):
+    """``azllm results RUN --same-as RECORD``: the check that a run reproduces a record (exit 0), or each result
+    that moved (exit 1)."""
+    from azllm.cli import main
+
+    rec = REPO / "docs" / "default.json"
+    assert main(["results", str(rec), "--same-as", str(rec)]) == 0
+    out = capsys.readouterr().out
+    n = len(measures(read_record(rec)))
+    assert f"{n:,} of {n:,} results the same within 1e-06" in out and "not the same machine" not in out
+    doc = json.loads(rec.read_text(encoding="utf-8"))
+    doc["train"]["final"]["val"]["bpb"] += 1e-3
+    (tmp_path / "moved.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["results", str(tmp_path / "moved.json"), "--same-as", str(rec)]) == 1
+    assert f"train.final.val.bpb: {doc['train']['final']['val']['bpb']!r}" in capsys.readouterr().out
+    assert main(["results", str(tmp_path / "moved.json"), "--same-as", str(rec), "--tolerance", "1e-2"]) == 0
