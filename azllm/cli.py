@@ -269,8 +269,9 @@ def _same_as(rec: dict, name: str, reference: str, tolerance: float) -> int:
         f"speeds, memory and paths aside); {added:,} only in {name} (fields the record gained since)"
     )
     a, b = ((r.get("run") or {}).get("machine") or {} for r in (rec, ref))
-    if any(a.get(k) != b.get(k) for k in ("processor", "cpu", "platform")):
-        print("  not the same machine (or the reference does not say): floats may differ in their last digits")
+    named = [k for k in ("processor", "cpu", "platform") if k in a and k in b]
+    if not named or any(a[k] != b[k] for k in named):
+        print("  not the same machine (or a record does not say): floats may differ in their last digits")
     for k, got, want in diffs:
         print(f"  {k}: {got!r} (reference {want!r})")
     return 1 if diffs else 0

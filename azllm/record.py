@@ -208,11 +208,23 @@ def section(rec: Record, name: str) -> dict:
 
 
 # What two runs of the same params may differ in without being different results: the run's facts, its pages' times,
-# its artifacts' paths, and (by leaf name) wall times, speeds, memory, the machine's load and worker count.
-NOT_RESULTS = ("run", "notebooks", "artifacts")
+# its artifacts' paths, what is read off the clock or the memory (speed ratios and costs, the fastest variant, gains per
+# device-hour), and (by leaf name) wall times, speeds, memory, the machine's load and worker count.
+NOT_RESULTS = (
+    "schema",
+    "run",
+    "notebooks",
+    "artifacts",
+    "tokens_benchmark.ratios",
+    "benchmark.cost",
+    "benchmark.cheapest_variant",
+    "benchmark.fastest_variant",
+    "evaluate.top.device_hours",
+    "evaluate.top.az_gain_per_device_hour",
+)
 MACHINE_BOUND = re.compile(
     r"(seconds|\w+_s|load|workers|speed_ratio|memory_ratio|hours_for_\w+|mb_per_s\w*|\w*tokens_per_s\w*"
-    r"|step_ms_\w+|peak_\w+|\w*rss\w*)"
+    r"|step_ms_\w+|peak_\w+|\w*rss\w*|measured_\w+|predicted_over_measured)"
 )
 ROW_NAMES = ("task", "measure", "name", "tokenizer", "eval_set", "way", "method", "metric", "language")
 
@@ -234,23 +246,22 @@ def measures(rec: Record) -> dict[str, object]:
     def walk(v: object, key: str):
         if isinstance(v, dict):
             for k, x in v.items():
-                if not MACHINE_BOUND.fullmatch(str(k)):
-                    yield from walk(x, f"{key}.{k}")
+                if not MACHINE_BOUND.fullmatch(str(k)) and f"{key}.{k}".lstrip(".") not in NOT_RESULTS:
+                    yield from walk(x, f"{key}.{k}".lstrip("."))
         elif isinstance(v, list):
             for name, x in zip(rows(v) or map(str, range(len(v))), v):
                 yield from walk(x, f"{key}.{name}")
         else:
             yield key, v
 
-    return {
-        k: v for name, sec in rec.items() if name not in NOT_RESULTS and name != "schema" for k, v in walk(sec, name)
-    }
+    return dict(walk(rec, ""))
 
 
 def differences(run: Record, reference: Record, *, rel_tol: float = 1e-6) -> list[tuple[str, object, object]]:
     """``(key, run's value, reference's value)`` for every result of ``reference`` (:func:`measures`) that ``run``
     lacks or holds otherwise: numbers equal within ``rel_tol`` of the larger (an absolute ``rel_tol`` below 1),
-    anything else exactly. A result only ``run`` holds (a field added to the record since) is not a difference.
+    anything else exactly. A result only ``run`` holds (a field added to the record since), or one the reference
+    leaves None, is not a difference.
 
     >>> ref = {"train": {"final": {"val_bpb": 1.5, "wall_s": 9.0}, "method": "full"}}
     >>> differences({"train": {"final": {"val_bpb": 1.5000001, "wall_s": 7.0}, "method": "full"}}, ref)
@@ -262,6 +273,8 @@ def differences(run: Record, reference: Record, *, rel_tol: float = 1e-6) -> lis
     out = []
     for k, want in theirs.items():
         got = mine.get(k, "<missing>")
+        if want is None:  # a value the reference's run could not give (a chance level before azllm knew it)
+            continue
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (got, want)):
             same = math.isclose(got, want, rel_tol=rel_tol, abs_tol=rel_tol) or math.isnan(got) and math.isnan(want)
         else:
