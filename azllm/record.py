@@ -209,7 +209,8 @@ def section(rec: Record, name: str) -> dict:
 
 # What two runs of the same params may differ in without being different results: the run's facts, its pages' times,
 # its artifacts' paths, what is read off the clock or the memory (speed ratios and costs, the fastest variant, gains per
-# device-hour), and (by leaf name) wall times, speeds, memory, the machine's load and worker count.
+# device-hour, the forecast of one more hour of the machine's own steps), and (by leaf name) wall times, speeds,
+# memory, the machine's load and worker count.
 NOT_RESULTS = (
     "schema",
     "run",
@@ -221,6 +222,7 @@ NOT_RESULTS = (
     "benchmark.fastest_variant",
     "evaluate.top.device_hours",
     "evaluate.top.az_gain_per_device_hour",
+    "adapt.one_more_hour",
 )
 MACHINE_BOUND = re.compile(
     r"(seconds|\w+_s|load|workers|speed_ratio|memory_ratio|hours_for_\w+|mb_per_s\w*|\w*tokens_per_s\w*"
