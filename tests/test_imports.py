@@ -184,13 +184,14 @@ RECIPE_IMPORTS = {
     "evaluate": {"adapt", "corpus", "paths", "sources", "tasks"},
     "judge": {"paths"},  # the held-out answers and their judgement, the same for every stage that answers
     "stages": {"paths"},  # the markers a later stage finds its input by; builders by name (importlib), not import
-    "sft": {"adapt", "evaluate", "judge", "paths", "sources", "specs", "stages", "tasks"},
+    "conversations": {"sources", "tasks"},  # a run's conversations: the draws, the decontamination, their rows
+    "sft": {"adapt", "conversations", "evaluate", "judge", "paths", "sources", "specs", "stages", "tasks"},
     "distill": {"adapt", "evaluate", "paths", "sources", "specs", "stages", "tokens", "train"},
-    "deploy": {"adapt", "evaluate", "paths", "sft", "sources", "stages"},
+    "deploy": {"adapt", "conversations", "evaluate", "paths", "sft", "sources", "stages"},
     # the cycle's last model against the original base: the controls' answers, the pages' scores, read back
-    "prefer": {"controls", "evaluate", "judge", "paths", "sft", "sources", "specs", "stages"},
+    "prefer": {"controls", "conversations", "evaluate", "judge", "paths", "sft", "sources", "specs", "stages"},
     "sweep": {"prefer"},  # one stage's command per variant, as ``azllm run`` runs the pages
-    "controls": {"adapt", "judge", "sft"},
+    "controls": {"adapt", "conversations", "judge", "sft"},
     "scale": {"corpus", "paths", "sources", "tokenizers", "tokens"},
     "launch": {"paths"},
     "publish": {"deploy", "paths", "prefer", "sources"},  # GGUF files made when missing; a DPO job's judgement
