@@ -102,15 +102,12 @@ def sft_data(cfg: Config, tokenizer) -> SftData:
         x_counts = {"held_out": 0, "examples": {}}
     if verdict_tests:
         x_counts["verdict_sources"] = before_verdict["held_out"]
-    train, l_counts = apply_length_limit(
-        train, conversation_lengths(tokenizer, train), max_length=s.max_length, policy=s.length_policy
-    )
-    held, lh_counts = apply_length_limit(
-        held, conversation_lengths(tokenizer, held), max_length=s.max_length, policy=s.length_policy
-    )
-    verdict, lv_counts = apply_length_limit(
-        verdict, conversation_lengths(tokenizer, verdict), max_length=s.max_length, policy=s.length_policy
-    )
+
+    def limit(split: list[dict]) -> tuple[list[dict], dict]:
+        lengths = conversation_lengths(tokenizer, split)
+        return apply_length_limit(split, lengths, max_length=s.max_length, policy=s.length_policy)
+
+    (train, l_counts), (held, lh_counts), (verdict, lv_counts) = limit(train), limit(held), limit(verdict)
     for name in per_source:
         per_source[name]["train"] = sum(c["source"] == name for c in train)
         per_source[name]["held_out"] = sum(c["source"] == name for c in held)
