@@ -174,8 +174,10 @@ def _benchmark(s: Score) -> tuple[str, str, str, str | None]:
 
 
 def _is_score(s: Score) -> bool:
-    """A measure the model-index holds: a task's score or a judgement's (lengths and loop rates stay in the text)."""
-    return s.get("after") is not None and not s["task"].startswith(("mean answer", "loop rate", "empty answers"))
+    """A measure the model-index holds: a task's score or a judgement's (lengths, loop rates and the English guard's
+    bits per byte stay in the text)."""
+    guards = ("mean answer", "loop rate", "empty answers", "English bits per byte")
+    return s.get("after") is not None and not s["task"].startswith(guards)
 
 
 def eval_results(scores: list[Score]) -> list:

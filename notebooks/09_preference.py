@@ -83,6 +83,9 @@ fig = plots.preference_curves(run["run"])
 #   loss (▼) only beyond 1.96 paired standard errors.
 # - **Loop rate** and **empty answers** (answers with no word), paired, lower is better: a loop rate that falls
 #   because the answers vanished shows as a rise in empty answers.
+# - **English bits per byte** on held-out English text (`adapt.english_eval`, trained and replayed by no stage),
+#   paired over its documents, lower is better: the English guard a preference sweep chooses with, on text that
+#   no verdict reads.
 # - **Mean answer words** before and after: DPO lengthens answers, and a chrF++ change that comes from length alone
 #   shows here.
 

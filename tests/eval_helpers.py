@@ -1,5 +1,6 @@
 """Shared pieces of the evaluation tests (tests/test_evaluation_*.py, tests/test_recipes_evaluate.py): a real
-SentencePiece tokenizer trained on the fixture corpus, a tiny random Llama saved as a folder, the fixture eval data."""
+SentencePiece tokenizer trained on the fixture corpus, a tiny random Llama saved as a folder, the fixture eval data,
+and GPT-2's byte-level BPE with a tiny random Llama of its vocabulary (in memory)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,24 @@ def tiny_model(tiny_folder):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(tiny_folder)).eval()
+
+
+@pytest.fixture(scope="module")
+def gpt2_tok():
+    """GPT-2's byte-level BPE (the fixture's vocab.json / merges.txt) as a Hugging Face tokenizer."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+    from transformers import PreTrainedTokenizerFast
+
+    d = FIXTURES / "tokenizers/gpt2-2k"
+    t = Tokenizer(BPE.from_file(str(d / "vocab.json"), str(d / "merges.txt")))
+    t.pre_tokenizer, t.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=t, eos_token="<|endoftext|>")
+
+
+@pytest.fixture(scope="module")
+def gpt2_model(gpt2_tok):
+    """A tiny random Llama (TINY_MODEL, seed 0) of :func:`gpt2_tok`'s vocabulary."""
+    from azllm.model import build_model, model_config
+
+    return build_model(model_config(dict(TINY_MODEL), vocab_size=len(gpt2_tok)), seed=0)

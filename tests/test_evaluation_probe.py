@@ -3,28 +3,20 @@ and not a shuffled one, deterministic results, and clear errors for unusable spl
 
 import numpy as np
 import pytest
-from transformers import PreTrainedTokenizerFast
+from eval_helpers import gpt2_model, gpt2_tok  # noqa: F401  (fixtures)
 
 from azllm.evaluation.probe import ProbeError, cross_validated_probe, hidden_features, linear_probe, probe_task
-from azllm.model import build_model, model_config
 from conftest import FIXTURES, TINY_MODEL
 
 
 @pytest.fixture(scope="module")
-def tok():
-    """GPT-2's byte-level BPE (the fixture's vocab.json / merges.txt) as a Hugging Face tokenizer."""
-    from tokenizers import Tokenizer, decoders, pre_tokenizers
-    from tokenizers.models import BPE
-
-    d = FIXTURES / "tokenizers/gpt2-2k"
-    t = Tokenizer(BPE.from_file(str(d / "vocab.json"), str(d / "merges.txt")))
-    t.pre_tokenizer, t.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    return PreTrainedTokenizerFast(tokenizer_object=t, eos_token="<|endoftext|>")
+def tok(gpt2_tok):
+    return gpt2_tok
 
 
 @pytest.fixture(scope="module")
-def model(tok):
-    return build_model(model_config(dict(TINY_MODEL), vocab_size=len(tok)), seed=0)
+def model(gpt2_model):
+    return gpt2_model
 
 
 def _lines(name, n):

@@ -15,6 +15,9 @@ from azllm.cli import main
 from azllm.recipes import prefer
 from conftest import FIXTURES
 
+JUDGED = {"preference accuracy", "chrF++", "loop rate", "empty answers", "English bits per byte", "mean answer words"}
+"""The measures of a preference run's judgement (azllm.recipes.prefer.judgement_rows)."""
+
 
 def _params(tmp_path, base) -> "Path":  # noqa: F821
     return prefer_params(tmp_path, base)
@@ -41,8 +44,17 @@ def test_azllm_prefer_builds_pairs_trains_judges_and_exports(tiny_base, tmp_path
     assert loops["n"] == chrf["n"] and 0 <= loops["before"] <= 1 and 0 <= loops["after"] <= 1
     empty = record["empty"]
     assert empty["n"] == chrf["n"] and 0 <= empty["before"] <= 1 and 0 <= empty["after"] <= 1
+    english = record["english"]  # the guard: the held-out English text, both models on the same documents
+    assert (
+        english["n"] > 1
+        and english["before"] > 0
+        and english["delta"] == pytest.approx(english["after"] - english["before"])
+    )
     rows = {r["measure"].split(" (")[0]: r for r in prefer.judgement_rows(record)}
-    assert set(rows) == {"preference accuracy", "chrF++", "loop rate", "empty answers", "mean answer words"}
+    assert set(rows) == JUDGED
+    assert rows["English bits per byte"]["measure"].endswith(
+        f"({english['n']} held-out English documents; lower is better)"
+    )
     assert rows["preference accuracy"]["mde"] == pytest.approx(2.8016 * rows["preference accuracy"]["delta_se"])
     assert rows["loop rate"]["delta"] == pytest.approx(loops["after"] - loops["before"])
     assert rows["preference accuracy"]["n"] == acc["n"]
@@ -112,7 +124,8 @@ def test_notebook_09_answers_does_preference_tuning_help(tiny_base, tmp_path, mo
     trained = [r for r in m["pairs"] if r["step"].startswith("trained on")]
     assert trained and abs(sum(r["share"] for r in trained) - 1) < 1e-9
     judged = {r["measure"].split(" (")[0]: r for r in m["judgement"]}
-    assert set(judged) == {"preference accuracy", "chrF++", "loop rate", "empty answers", "mean answer words"}
+    assert set(judged) == JUDGED
+    assert m["english"]["n"] == judged["English bits per byte"]["n"] > 1  # the page keeps the guard's parts
     acc = judged["preference accuracy"]
     assert acc["before"] == 0.5 and abs(acc["delta_se"] - (0.25 / m["preference_accuracy"]["n"]) ** 0.5) < 1e-12
     assert {r["task"] for r in m["tasks_before_after"]} >= {"sib200_az", "sib200_en"}

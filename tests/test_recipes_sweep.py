@@ -46,8 +46,11 @@ def test_a_sweep_judges_each_variant_on_the_selection_split_and_records_the_choi
     for v in rec["variants"]:
         acc, chrf = v["judgement"][0], v["judgement"][1]
         assert acc["n"] == n_selection and chrf["n"] == len(data["held_out"]) != 0  # the selection split's
+        english = next(r for r in v["judgement"] if r["measure"].startswith("English bits per byte"))
+        assert english["verdict"] in ("gain", "loss", "within noise") and english["n"] > 1
     assert rec["variants"][1]["settings"] == {"lr": 1e-3, "sft_weight": 1.0} and rec["run"]["git_commit"]
-    assert "selection split" in rec["run"]["judged_on"] and "Chosen: **" in markdown(read_record(tmp_path / "rec.json"))
+    assert "selection split" in rec["run"]["judged_on"] and "English: " in rec["run"]["judged_on"]
+    assert "Chosen: **" in markdown(read_record(tmp_path / "rec.json"))
     # the study's own run (judged on the verdict) never reads a sweep variant back: the keys differ
     verdict_run = prefer.prefer_command(load(params, {"preference": {"lr": 1e-4}}), show=lambda *a: None)
     assert verdict_run["key"] != rec["variants"][0]["key"]

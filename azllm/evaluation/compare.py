@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["difference", "mde", "Z", "POWER_Z"]
+__all__ = ["difference", "change_row", "mde", "Z", "POWER_Z"]
 
 Z = 1.96
 """Standard errors a difference must exceed to be called a gain or a loss."""
@@ -70,4 +70,24 @@ def difference(before: dict, after: dict, *, z: float = Z, higher_is_better: boo
         "paired": paired,
         "verdict": verdict,
         "mde": mde(se, z=z) if se > 0 else None,
+    }
+
+
+def change_row(before: dict, after: dict, *, z: float = Z, higher_is_better: bool = True) -> dict:
+    """:func:`difference` of two scores ``{"value", "items"}`` as one before -> after row: ``{"before", "after",
+    "delta", "delta_se", "verdict", "mde", "n"}`` (``n``: the items after).
+
+    >>> r = change_row({"value": 0.5, "items": [1, 0, 1, 0]}, {"value": 0.75, "items": [1, 1, 1, 0]})
+    >>> r["delta"], r["n"], r["verdict"]
+    (0.25, 4, 'within noise')
+    """
+    d = difference(before, after, z=z, higher_is_better=higher_is_better)
+    return {
+        "before": before["value"],
+        "after": after["value"],
+        "delta": d["delta"],
+        "delta_se": d["se"],
+        "verdict": d["verdict"],
+        "mde": d["mde"],
+        "n": len(after["items"]),
     }

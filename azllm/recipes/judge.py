@@ -125,7 +125,7 @@ def answer_change(cfg: Config, before: dict, after: dict, *, measure: str = "chr
     "loop" (the loop rate; lower is better) or "empty" (the share of answers with no word; lower is better: a loop
     rate that falls because the answers vanished is no gain). ``{"before", "after", "delta", "delta_se", "verdict",
     "mde", "n"}``."""
-    from ..evaluation.compare import difference
+    from ..evaluation.compare import change_row
 
     total, item = {
         "chrf++": ("chrf++", lambda r: r["chrf++"]),
@@ -134,13 +134,4 @@ def answer_change(cfg: Config, before: dict, after: dict, *, measure: str = "chr
     }[measure]
     b = {"value": before[total], "items": [float(item(r)) for r in before["rows"]]}
     a = {"value": after[total], "items": [float(item(r)) for r in after["rows"]]}
-    d = difference(b, a, z=cfg.evaluate.z, higher_is_better=measure == "chrf++")
-    return {
-        "before": b["value"],
-        "after": a["value"],
-        "delta": d["delta"],
-        "delta_se": d["se"],
-        "verdict": d["verdict"],
-        "mde": d["mde"],
-        "n": len(a["items"]),
-    }
+    return change_row(b, a, z=cfg.evaluate.z, higher_is_better=measure == "chrf++")

@@ -16,8 +16,9 @@ Reads ``preference`` (and, through the SFT recipe, ``sft``, ``model``, ``data`` 
 3. **The run** (:func:`azllm.prefer.train.run_preference`) in ``Paths.preference/<method>-<key>``, resumed when
    interrupted.
 4. **The judgement** (:func:`judge`), each with its standard error: preference accuracy on the held-out pairs
-   (chance 0.5), chrF++ of the held-out answers paired against the SFT model's, and the mean answer length of
-   both (DPO lengthens answers; a chrF++ change from length alone shows there).
+   (chance 0.5), chrF++ of the held-out answers paired against the SFT model's, the mean answer length of
+   both (DPO lengthens answers; a chrF++ change from length alone shows there), and the English guard
+   (:func:`english_change`: bits per byte on held-out English text, which a sweep's choice reads).
 5. **The export** (``preference.export``): one merged standalone folder with the chat template.
 """
 
@@ -44,6 +45,7 @@ __all__ = [
     "data_rows",
     "judgement_rows",
     "chosen_setting",
+    "english_change",
     "page_record",
     "prefer_command",
     "preference_benchmark",
@@ -205,7 +207,21 @@ def judge(cfg: Config, model, sft_model, tok, template: Template, data: dict) ->
         out["loops"] = answer_change(cfg, before, after, measure="loop")
         out["empty"] = answer_change(cfg, before, after, measure="empty")
     out["mean_answer_words"] = {k: sum(v) / len(v) for k, v in lengths.items() if v}
+    if sft_model is not None:
+        out["english"] = english_change(cfg, sft_model, model, tok)
     return out
+
+
+def english_change(cfg: Config, before, after, tok) -> dict:
+    """The English guard: bits per byte of two models on the held-out English text (``adapt.english_eval``, each
+    document cut at ``train.block_size`` tokens), paired (:func:`azllm.evaluation.bpb.bpb_change`; lower is better),
+    with the number of documents it read."""
+    from ..data import iter_documents
+    from ..evaluation.bpb import bpb_change, document_bpb
+
+    docs = list(iter_documents(resolve(cfg, cfg.adapt.english_eval)))
+    kw = {"max_tokens": cfg.train.block_size, "batch_size": cfg.train.eval_batch_size}
+    return bpb_change(document_bpb(before, tok, docs, **kw), document_bpb(after, tok, docs, **kw), z=cfg.evaluate.z)
 
 
 def data_rows(record: dict) -> list[dict]:
@@ -233,27 +249,42 @@ def data_rows(record: dict) -> list[dict]:
 
 
 def chosen_setting(variants: list[dict]) -> dict | None:
-    """The best measured preference setting of a sweep: among the variants (``{"name", "settings", "judgement":
-    judgement_rows(...)}``) whose preference accuracy is above chance beyond the noise and whose answers' chrF++ did
-    not fall beyond it, the one with the largest chrF++ change; None when no variant helps.
+    """The best measured preference setting of a sweep (:data:`azllm.recipes.sweep.RULE`). Among the variants
+    (``{"name", "settings", "judgement": judgement_rows(...)}``) that help (preference accuracy above chance beyond
+    the noise, the answers' chrF++ not below the SFT model's beyond it):
 
-    >>> def judged(chrf, verdict):
+    - those that keep English (English bits per byte not up beyond the noise; a variant judged before the guard
+      existed has no such row and keeps it): the one with the largest chrF++ change;
+    - when every helping variant loses English: the one that loses the least.
+
+    None when no variant helps.
+
+    >>> def judged(chrf, verdict, en=0.0, en_verdict="within noise"):
     ...     acc = {"measure": "preference accuracy", "delta": 0.4, "verdict": "gain"}
-    ...     return [acc, {"measure": "chrF++", "delta": chrf, "verdict": verdict}]
+    ...     english = {"measure": "English bits per byte", "delta": en, "verdict": en_verdict}
+    ...     return [acc, {"measure": "chrF++", "delta": chrf, "verdict": verdict}, english]
     >>> sweep = [{"name": "a", "judgement": judged(-3.0, "loss")}, {"name": "b", "judgement": judged(0.2, "·")}]
     >>> chosen_setting(sweep)["name"]
     'b'
+    >>> sweep.append({"name": "c", "judgement": judged(1.5, "·", en=0.02, en_verdict="loss")})
+    >>> chosen_setting(sweep)["name"]
+    'b'
+    >>> chosen_setting(sweep[2:] + [{"name": "d", "judgement": judged(0.1, "·", en=0.01, en_verdict="loss")}])["name"]
+    'd'
     """
 
-    def of(v: dict, measure: str) -> dict:
-        return next(r for r in v["judgement"] if r["measure"].startswith(measure))
+    def of(v: dict, measure: str) -> dict | None:
+        return next((r for r in v["judgement"] if r["measure"].startswith(measure)), None)
 
     helps = [
         v
         for v in variants
         if of(v, "preference accuracy")["verdict"] == "gain" and of(v, "chrF++")["verdict"] != "loss"
     ]
-    return max(helps, key=lambda v: of(v, "chrF++")["delta"], default=None)
+    keeps = [v for v in helps if (of(v, "English") or {}).get("verdict") != "loss"]
+    if keeps:
+        return max(keeps, key=lambda v: of(v, "chrF++")["delta"])
+    return min(helps, key=lambda v: of(v, "English")["delta"], default=None)
 
 
 def judgement_rows(record: dict) -> list[dict]:
@@ -290,11 +321,12 @@ def judgement_rows(record: dict) -> list[dict]:
                 "n": ch["n"],
             }
         )
-    for key, label in (("loops", "loop rate"), ("empty", "empty answers")):
+    for key, label in (("loops", "loop rate"), ("empty", "empty answers"), ("english", "English bits per byte")):
         if change := record.get(key):
+            units = "held-out English documents" if key == "english" else "held-out answers"
             rows.append(
                 {
-                    "measure": f"{label} ({change['n']} held-out answers; lower is better)",
+                    "measure": f"{label} ({change['n']} {units}; lower is better)",
                     **{k: change[k] for k in ("before", "after", "delta", "delta_se", "verdict", "mde", "n")},
                     "chance": None,
                 }
@@ -377,7 +409,7 @@ def page_record(record: dict) -> dict:
         raise RuntimeError(f"preference tuning was interrupted at step {record.get('steps')}; rerun to resume it")
     judgement = judgement_rows(record)
     keep = ("method", "train_method", "sft_weight", "base", "export", "preference_accuracy", "chrf", "loops")
-    keep += ("empty", "mean_answer_words", "samples")
+    keep += ("empty", "english", "mean_answer_words", "samples")
     return {
         **{k: record.get(k) for k in keep},
         "steps": record["run"]["steps"],

@@ -6,7 +6,8 @@ laid over (preference tuning: :func:`azllm.recipes.prefer.prefer_command`, expor
 split** (``preference.judge_on: selection``): with ``sft.verdict_size`` the verdict split is never read, so the
 study that ships the chosen setting is judged on conversations no choice saw. A finished variant is read back,
 not trained again. The record (``--record``, rendered by ``azllm results``) holds each variant's settings and
-judgement, the rule and the variant it chose (:func:`azllm.recipes.prefer.chosen_setting`), with the commit,
+judgement (English bits per byte on held-out English text among it: the guard that keeps English), the rule and
+the variant it chose (:func:`azllm.recipes.prefer.chosen_setting`), with the commit,
 packages and machine.
 """
 
@@ -23,7 +24,9 @@ __all__ = ["read_sweep", "sweep_command", "RULE"]
 
 RULE = (
     "preference accuracy above chance beyond the noise, chrF++ of the answers not below the SFT model's beyond the "
-    "noise; of those, the largest chrF++ change (azllm.recipes.prefer.chosen_setting)"
+    "noise; of those, the ones that keep English (bits per byte on held-out English text, adapt.english_eval, not "
+    "up beyond the noise), and of these the largest chrF++ change; when none keeps English, the one that loses the "
+    "least (azllm.recipes.prefer.chosen_setting)"
 )
 """How a preference sweep chooses, in words (the record keeps it)."""
 
@@ -67,6 +70,8 @@ def sweep_command(path: str | os.PathLike, *, record: str | os.PathLike | None =
             f"the selection split: {rec['preference_accuracy']['n']} held-out pairs and {rec['chrf']['n']} answers "
             f"{'(sft.verdict_size keeps the verdict split apart, unread)' if cfg.sft.verdict_size else ''}"
         ).strip()
+        if rec.get("english"):
+            judged_on += f"; English: {rec['english']['n']} documents of {cfg.adapt.english_eval.path}"
         variants.append(
             {
                 "name": name,
