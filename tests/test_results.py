@@ -48,7 +48,7 @@ def test_the_readme_results_are_the_recorded_run_rendered(capsys):
 
 def test_the_preference_sweep_is_rendered_and_the_quick_study_ships_its_choice():
     """docs/smollm2_dpo_sweep.json: rendered into docs/results.md by the one renderer; its chosen variant is what
-    the rule (prefer.chosen_setting) picks from its rows, and params/smollm2.yaml ships that variant's settings."""
+    the rule (prefer.chosen_setting) picks from its rows, and both studies' params ship that variant's settings."""
     from azllm.config import load_params
     from azllm.recipes.prefer import chosen_setting
 
@@ -57,8 +57,9 @@ def test_the_preference_sweep_is_rendered_and_the_quick_study_ships_its_choice()
     assert block == markdown(sweep) and f"Chosen: **{sweep['chosen']}**" in block
     chosen = chosen_setting(sweep["variants"])
     assert chosen["name"] == sweep["chosen"] and len(sweep["variants"]) == 4
-    shipped = load_params(REPO / "params" / "smollm2.yaml").preference
-    assert {k: getattr(shipped, k) for k in chosen["settings"]} == chosen["settings"]
+    for study in ("smollm2.yaml", "smollm2_long.yaml"):
+        shipped = load_params(REPO / "params" / study).preference
+        assert {k: getattr(shipped, k) for k in chosen["settings"]} == chosen["settings"], study
 
 
 def test_one_changed_number_changes_the_rendering():
