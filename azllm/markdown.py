@@ -42,14 +42,18 @@ def change(r: dict, fmt: str = "{:.3f}") -> str:
 
 
 def score_format(task: str, metric: str | None) -> str:
-    """The format of a measure's numbers: chrF on two decimals, answer lengths on one, the rest (accuracies) on
-    three.
+    """The format of a measure's numbers: chrF on two decimals, answer lengths on one, bits per byte on four (a
+    preference stage moves English by thousandths), the rest (accuracies) on three.
 
     >>> score_format("flores_en_az", "chrf"), score_format("sib200_az", "acc"), score_format("mean answer words", None)
     ('{:.2f}', '{:.3f}', '{:.1f}')
+    >>> score_format("English bits per byte (253 held-out English documents; lower is better)", None)
+    '{:.4f}'
     """
     if task.startswith("mean answer"):
         return "{:.1f}"
+    if "bits per byte" in task:
+        return "{:.4f}"
     return "{:.2f}" if (metric or "").startswith("chrf") or task.startswith("chrF") else "{:.3f}"
 
 
