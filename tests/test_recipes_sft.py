@@ -104,6 +104,16 @@ def test_the_stages_output_is_the_run_exported_and_marked_whatever_sft_export_sa
     written = (folder / "model.safetensors").stat().st_mtime_ns
     assert stages.require(cfg, "sft", show=said.append) == done and "found by its marker" in said[-1]
     assert (folder / "model.safetensors").stat().st_mtime_ns == written
+    # other params (a later stage's setting): the stage is built again from its finished run, and the export of the
+    # same run is kept as it is, so what is cached by its weights (preference runs, scores) is still found
+    from azllm.config import deep_update, load_params
+    from azllm.utils import weights_id
+
+    before = weights_id(folder)
+    other = load_params(None, overrides=deep_update(cfg.to_dict(), {"preference": {"lr": 1e-5}}))
+    again = stages.require(other, "sft", show=said.append)
+    assert "building it" in said[-2] and again["artifact"] == str(folder) and again["params_hash"] == other.hash()
+    assert (folder / "model.safetensors").stat().st_mtime_ns == written and weights_id(folder) == before
 
 
 def test_samples_put_the_base_answer_beside_the_trained_one():

@@ -25,6 +25,7 @@ Reads ``sft`` (and ``model.lora`` / ``model.quant`` / ``model.new_rows`` / ``mod
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -236,23 +237,29 @@ def export_sft(
     """The run as one merged standalone folder (:func:`azllm.export.export_model`: safetensors, the tokenizer and
     its chat template) with a generation config that stops at the end-of-turn token. Written into the run's own
     folder (no ``out_dir``), it is the SFT stage's output: its marker is written (:func:`azllm.recipes.stages.mark`),
-    which preference tuning and distillation's ``sft`` teacher find it by."""
+    which preference tuning and distillation's ``sft`` teacher find it by, and the folder records the run's key
+    (``azllm_export.json``, written last): an export of the same run is returned as it is, not written again, so
+    that what is cached by its weights (:func:`azllm.utils.weights_id`: preference runs, scores, answers) stays
+    valid when only the params hash changes."""
     from transformers import GenerationConfig
 
     from ..export import export_model
+    from ..utils import atomic_write_json
 
-    model = _trained(result, base, template)
     out = Path(out_dir) if out_dir else Path(result["output_dir"]) / "export"
-    folder = export_model(model, result["final_dir"], out)
-    eos = list(dict.fromkeys(i for i in (template["end_of_turn_id"], tokenizer.eos_token_id) if i is not None))
-    GenerationConfig(
-        eos_token_id=eos,
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0],
-        do_sample=False,
-    ).save_pretrained(str(folder))
+    marker, record = out / "azllm_export.json", {"key": result["key"], "template": template["template"]}
+    if out_dir or not (marker.is_file() and json.loads(marker.read_text()) == record):
+        folder = export_model(_trained(result, base, template), result["final_dir"], out)
+        eos = list(dict.fromkeys(i for i in (template["end_of_turn_id"], tokenizer.eos_token_id) if i is not None))
+        GenerationConfig(
+            eos_token_id=eos,
+            pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0],
+            do_sample=False,
+        ).save_pretrained(str(folder))
     if not out_dir:
-        stages.mark(cfg, "sft", folder, results=str(Path(result["output_dir"]) / "results.json"), base=str(base))
-    return folder
+        atomic_write_json(marker, record)
+        stages.mark(cfg, "sft", out, results=str(Path(result["output_dir"]) / "results.json"), base=str(base))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ what notebook 07 shows

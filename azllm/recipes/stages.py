@@ -16,6 +16,9 @@ same params (their hash) and while its output is still there and complete (a mod
 
 Decision: the whole params hash, not the sections a stage reads: a stale output is never taken for a changed run,
 and a rebuild goes through the stage's own caches (finished runs by key), so it costs the loading, not the training.
+An export of the same finished run is kept as it is (adaptation's, SFT's and distillation's folders record their
+run's key in ``azllm_export.json``), so what later stages cached by its weights (:func:`azllm.utils.weights_id`:
+preference runs, scores, answers) stays valid when only the params hash changed.
 
 >>> from azllm.config import load_params
 >>> finished(load_params(None, overrides={"run_name": "nothing-here"}), "sft") is None
