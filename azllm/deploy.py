@@ -44,6 +44,7 @@ Q8_0 in 15 (the tied embedding, attn_v's Q6_K), Q4_K / Q6_K only in ffn_down (15
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -253,11 +254,26 @@ def _staged(folder: Path, work: Path) -> Path:
     return work / folder.name
 
 
-def gguf_fields(path: Path) -> dict:
-    """A GGUF's pre-tokenizer, chat template, token count and the sha256 of all its ``tokenizer.*`` metadata."""
+def _read_gguf(path: Pathish) -> tuple[dict, list[tuple[str, int, int]]]:
+    """A GGUF file's ``tokenizer.*`` metadata and its tensors as ``(ggml type, weights, bytes)``, read once per file
+    version (its path, size and modification time): gguf-py parses every field, ~2 s for a 49k-token vocabulary,
+    and a deployment asks each file for its tokenizer and its tensors. The result is shared: do not change it."""
+    st = Path(path).stat()
+    return _read_gguf_version(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_gguf_version(path: str, size: int, mtime_ns: int) -> tuple[dict, list[tuple[str, int, int]]]:
     from gguf import GGUFReader
 
-    fields = {k: f.contents() for k, f in GGUFReader(str(path)).fields.items() if k.startswith("tokenizer.")}
+    reader = GGUFReader(path)
+    fields = {k: f.contents() for k, f in reader.fields.items() if k.startswith("tokenizer.")}
+    return fields, [(t.tensor_type.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
+
+
+def gguf_fields(path: Path) -> dict:
+    """A GGUF's pre-tokenizer, chat template, token count and the sha256 of all its ``tokenizer.*`` metadata."""
+    fields = _read_gguf(path)[0]
     meta = sha256(json.dumps({k: str(v) for k, v in fields.items()}, sort_keys=True).encode()).hexdigest()
     out = {k: fields[k] for k in ("tokenizer.ggml.pre", "tokenizer.chat_template") if k in fields}
     return out | {"n_tokens": len(fields["tokenizer.ggml.tokens"]), "tokenizer_sha256": meta}
@@ -387,13 +403,10 @@ def bits_per_weight(gguf_file: Pathish) -> dict:
 
     >>> bits_per_weight("model-Q8_0.gguf")["bits_per_weight"]  # doctest: +SKIP
     """
-    from gguf import GGUFReader
-
     path, by_type = Path(gguf_file), {}
-    for t in GGUFReader(str(path)).tensors:
-        row = by_type.setdefault(t.tensor_type.name, {"tensors": 0, "weights": 0, "bytes": 0})
-        row.update(tensors=row["tensors"] + 1, weights=row["weights"] + int(t.n_elements))
-        row["bytes"] += int(t.n_bytes)
+    for kind, n_weights, n_bytes in _read_gguf(path)[1]:
+        row = by_type.setdefault(kind, {"tensors": 0, "weights": 0, "bytes": 0})
+        row.update(tensors=row["tensors"] + 1, weights=row["weights"] + n_weights, bytes=row["bytes"] + n_bytes)
     weights, nbytes = sum(r["weights"] for r in by_type.values()), sum(r["bytes"] for r in by_type.values())
     res = {"bits_per_weight": round(8 * nbytes / weights, 4), "weights": weights, "tensor_bytes": nbytes}
     by_type = dict(sorted(by_type.items(), key=lambda kv: -kv[1]["weights"]))

@@ -13,11 +13,15 @@ Two tiers, one skip mechanism:
 threads (:func:`pytest_configure`: two workers of two torch threads each on two cores spin against each other and
 ran no faster than one). Tests go to workers a scope at a time (:func:`pytest_xdist_make_scheduler`): the tests of one
 file together, and the files that share a slow session fixture (:func:`adapt_report`: notebooks 05, 06 and 08)
-together, so that it is built once.
+together, so that it is built once. The scopes are handed out longest first, by each file's recorded seconds
+(``tests/durations.json``; :func:`pytest_collection_modifyitems`), so that no worker is left alone with a long file
+at the end. ``AZLLM_TEST_DURATIONS=tests/durations.json make test`` records them again.
 """
 
+import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -149,8 +153,6 @@ def check_metrics(run_dir: Path) -> None:
     """The run's ``metrics.json`` against its schema: every key snake_case or a name in one of
     :data:`azllm.report.NAMED_MAPS` (:func:`azllm.report.key_problems`), and every answer of the index that the
     notebooks that ran should give is there, with no value missing ("—")."""
-    import json
-
     from azllm.answers import headline
     from azllm.record import run_record
     from azllm.report import key_problems
@@ -227,6 +229,7 @@ def pytest_xdist_make_scheduler(config, log):
     pytest-xdist 3.8 sets a node id attribute that pytest 9 no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
+    config.option.loadscopereorder = False  # keep the collection's order, longest scope first (not by test count)
     scopes = _shared_fixture_scopes()
 
     class ByFile(LoadScopeScheduling):
@@ -237,18 +240,62 @@ def pytest_xdist_make_scheduler(config, log):
     return ByFile(config, log)
 
 
+DURATIONS = REPO / "tests" / "durations.json"
+"""``{test file: seconds}`` of a recorded ``make test`` (every phase of every test of the file, on its worker)."""
+
+
+def scope_seconds(files: list[str], slow: set[str], record: dict[str, float], scopes: dict[str, str]) -> dict:
+    """``{scope: expected seconds}``: a scope's files' recorded seconds, a file that the record lacks counted as
+    20 s when it holds a ``slow`` test and 1 s otherwise.
+
+    >>> scope_seconds(["a", "b", "c", "d"], {"c"}, {"a": 5.0, "b": 2.5}, {"b": "fixture", "d": "fixture"})
+    {'a': 5.0, 'fixture': 3.5, 'c': 20.0}
+    """
+    out: Counter = Counter()
+    for f in files:
+        out[scopes.get(f, f)] += record.get(f, 20.0 if f in slow else 1.0)
+    return dict(out)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The files that hold a ``slow`` test first (the same order on every worker; xdist hands out whole files in
-    the order it meets them, and the longest first leaves no worker alone with a slow file at the end). Tests marked
-    ``needs_shared`` skip, saying so, without the full shared folder."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)  # stable: each file's own order is kept
+    """The scopes (:func:`pytest_xdist_make_scheduler`) longest first by :func:`scope_seconds` (the same order on
+    every worker: xdist hands out whole scopes in the order it meets them, and the longest first leaves no worker
+    alone with a long file at the end). Tests marked ``needs_shared`` skip, saying so, without the full shared
+    folder."""
+
+    def rel(item) -> str:
+        return item.path.relative_to(REPO).as_posix() if item.path.is_relative_to(REPO) else str(item.path)
+
+    record = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    files = list(dict.fromkeys(rel(item) for item in items))
+    slow = {rel(item) for item in items if item.get_closest_marker("slow")}
+    scopes = _shared_fixture_scopes()
+    seconds = scope_seconds(files, slow, record, scopes)
+    items.sort(key=lambda item: -seconds[scopes.get(rel(item), rel(item))])  # stable: a file's own order is kept
     if shared_root() is not None:
         return
     skip = pytest.mark.skip(reason="needs the full shared data (../shared beside the repository, or $AZLLM_SHARED)")
     for item in items:
         if "needs_shared" in item.keywords:
             item.add_marker(skip)
+
+
+_SECONDS: Counter = Counter()
+
+
+def pytest_runtest_logreport(report):
+    """With ``$AZLLM_TEST_DURATIONS``: each test phase's seconds, per file (on xdist's controller, which receives
+    every worker's reports, or in a run without workers)."""
+    if os.environ.get("AZLLM_TEST_DURATIONS") and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _SECONDS[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``$AZLLM_TEST_DURATIONS``: the run's seconds per test file, written there (:data:`DURATIONS`)."""
+    path = os.environ.get("AZLLM_TEST_DURATIONS")
+    if path and _SECONDS and not os.environ.get("PYTEST_XDIST_WORKER"):
+        seconds = {f: round(s, 1) for f, s in sorted(_SECONDS.items(), key=lambda kv: (-kv[1], kv[0]))}
+        Path(path).write_text(json.dumps(seconds, indent=0) + "\n")
 
 
 @pytest.fixture(scope="session")
@@ -301,9 +348,6 @@ def adapt_report(tmp_path_factory):
     """Notebooks 05, 06 and 08 (whose teacher is 05's best run) on the tiny params and the fixture data, once per
     session: ``(run_dir, metrics, artifacts)``. Every process of the run logs the Paths it builds
     (:data:`PATHS_COUNTER`) into ``paths.log`` beside ``art``."""
-    import json
-    import os
-
     tmp = tmp_path_factory.mktemp("adapt-eval")
     hook = tmp / "hook"
     hook.mkdir()

@@ -97,6 +97,7 @@ def test_liger_without_cuda_is_not_available_with_reason(setup):
     assert r["reason"].startswith("not available on this device") and "CUDA" in r["reason"]
 
 
+@pytest.mark.slow  # a kernel and six fresh benchmark processes (~30 s on 2 cores)
 def test_notebook_runs_on_tiny_params(tmp_path, monkeypatch):
     monkeypatch.setenv("AZLLM_ARTIFACTS", str(tmp_path / "artifacts"))
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))

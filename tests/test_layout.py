@@ -151,3 +151,14 @@ def test_the_readme_stays_within_250_lines():
     """The README is the front page: what to run, what it answers, where the rest lives (docs/); detail goes there."""
     lines = (PKG.parent / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_the_recorded_test_durations_name_only_files_that_exist():
+    """``tests/durations.json`` orders the suite's files on the xdist workers (conftest.pytest_collection_modifyitems):
+    a renamed or removed file is recorded again (``AZLLM_TEST_DURATIONS=tests/durations.json make test``)."""
+    import json
+
+    record = json.loads((TESTS / "durations.json").read_text())
+    assert len(record) > 100 and all(s >= 0 for s in record.values())
+    gone = [name for name in record if not (PKG.parent / name).is_file()]
+    assert not gone, f"tests/durations.json names files that do not exist: {gone}; record it again"

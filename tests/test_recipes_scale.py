@@ -10,6 +10,7 @@ from azllm.cli import main
 from azllm.recipes.scale import STAGES, parse_size, scale_rows
 
 
+@pytest.mark.slow  # every stage in a fresh process at two sizes (~30 s on 2 cores)
 def test_bench_scale_command_measures_every_stage_at_every_size(tmp_path, capsys):
     params = tiny_params_file(tmp_path / "p.yaml", "scale", {}, tokenizer={"vocab_size": 400, "model_type": "unigram"})
     out = tmp_path / "scale"

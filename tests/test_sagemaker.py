@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from train_helpers import simulated_sagemaker_job
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # the staged entry trains in a child process (~20 s on 2 cores)
 def test_entry_under_a_simulated_sagemaker_job(tmp_path):
     env = simulated_sagemaker_job(tmp_path, tmp_path / "params.yaml", max_steps=6, every=3)
     p = subprocess.run(
