@@ -44,7 +44,6 @@ Q8_0 in 15 (the tied embedding, attn_v's Q6_K), Q4_K / Q6_K only in ffn_down (15
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import shutil
@@ -256,19 +255,25 @@ def _staged(folder: Path, work: Path) -> Path:
 
 def _read_gguf(path: Pathish) -> tuple[dict, list[tuple[str, int, int]]]:
     """A GGUF file's ``tokenizer.*`` metadata and its tensors as ``(ggml type, weights, bytes)``, read once per file
-    version (its path, size and modification time): gguf-py parses every field, ~2 s for a 49k-token vocabulary,
-    and a deployment asks each file for its tokenizer and its tensors. The result is shared: do not change it."""
-    st = Path(path).stat()
-    return _read_gguf_version(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=32)
-def _read_gguf_version(path: str, size: int, mtime_ns: int) -> tuple[dict, list[tuple[str, int, int]]]:
+    version (its inode, size and modification time, which a rename keeps: the temporary file :func:`convert` checks
+    is the file it then moves into place): gguf-py parses every field, ~2 s for a 49k-token vocabulary, and a
+    deployment asks each file for its tokenizer and its tensors. The result is shared: do not change it."""
     from gguf import GGUFReader
 
-    reader = GGUFReader(path)
-    fields = {k: f.contents() for k, f in reader.fields.items() if k.startswith("tokenizer.")}
-    return fields, [(t.tensor_type.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
+    st = Path(path).stat()
+    version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if version not in _GGUF_READ:
+        reader = GGUFReader(str(path))
+        fields = {k: f.contents() for k, f in reader.fields.items() if k.startswith("tokenizer.")}
+        tensors = [(t.tensor_type.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
+        while len(_GGUF_READ) >= 32:  # the oldest goes first
+            _GGUF_READ.pop(next(iter(_GGUF_READ)))
+        _GGUF_READ[version] = (fields, tensors)
+    return _GGUF_READ[version]
+
+
+_GGUF_READ: dict[tuple, tuple[dict, list[tuple[str, int, int]]]] = {}
+"""What :func:`_read_gguf` read, by file version."""
 
 
 def gguf_fields(path: Path) -> dict:
