@@ -12,10 +12,10 @@ Two tiers, one skip mechanism:
 ``make test`` runs the tests on pytest-xdist workers, one per core (at most 4), each with its share of the cores'
 threads (:func:`pytest_configure`: two workers of two torch threads each on two cores spin against each other and
 ran no faster than one). Tests go to workers a scope at a time (:func:`pytest_xdist_make_scheduler`): the tests of one
-file together, and the files that share a slow session fixture (:func:`adapt_report`: notebooks 05, 06 and 08)
-together, so that it is built once. The scopes are handed out longest first, by each file's recorded seconds
-(``tests/durations.json``; :func:`pytest_collection_modifyitems`), so that no worker is left alone with a long file
-at the end. ``AZLLM_TEST_DURATIONS=tests/durations.json make test`` records them again.
+file together, and the files that share a slow session fixture (:func:`adapt_report`: notebooks 05, 06 and 08;
+:func:`lm_eval_registry`) together, so that it is built once. The scopes are handed out longest first, by each
+file's recorded seconds (``tests/durations.json``; :func:`pytest_collection_modifyitems`), so that no worker is left
+alone with a long file at the end. ``AZLLM_TEST_DURATIONS=tests/durations.json make test`` records them again.
 """
 
 import json
@@ -207,8 +207,8 @@ def pytest_configure(config):
             os.environ[var] = threads
 
 
-# Session fixtures that take minutes: the test files that use one go to one xdist worker, which builds it once.
-WORKER_SHARED_FIXTURES = ("adapt_report",)
+# Session fixtures that take long: the test files that use one go to one xdist worker, which builds it once.
+WORKER_SHARED_FIXTURES = ("adapt_report", "lm_eval_registry")
 
 
 def _shared_fixture_scopes() -> dict[str, str]:
@@ -296,6 +296,16 @@ def pytest_sessionfinish(session, exitstatus):
     if path and _SECONDS and not os.environ.get("PYTEST_XDIST_WORKER"):
         seconds = {f: round(s, 1) for f, s in sorted(_SECONDS.items(), key=lambda kv: (-kv[1], kv[0]))}
         Path(path).write_text(json.dumps(seconds, indent=0) + "\n")
+
+
+@pytest.fixture(scope="session")
+def lm_eval_registry():
+    """lm-evaluation-harness's task index with its registry (~14,700 YAML files, ~8 s on 2 cores), which
+    :mod:`azllm.evaluation.harness` builds once per process: the tests that read it take this fixture, so that their
+    files go to one worker (:data:`WORKER_SHARED_FIXTURES`) and the index is built there once."""
+    from azllm.evaluation.harness import _task_manager
+
+    return _task_manager(True)
 
 
 @pytest.fixture(scope="session")

@@ -39,7 +39,7 @@ def test_lm_eval_runs_the_shipped_tasks_from_its_own_command_line(tiny_folder, t
     assert set(r) == {"sib200_az", "tumlu_az"} and "acc_norm,none" in r["sib200_az"]
 
 
-def test_multi_gpu_and_vllm_commands_parse():
+def test_multi_gpu_and_vllm_commands_parse(lm_eval_registry):
     ns = check_lm_eval_argv(
         lm_eval_argv(
             "meta-llama/Llama-3.2-1B", ["sib200_az", "mmlu_en", "belebele_azj_Latn"], gpus=8, data_root="/data"
@@ -55,7 +55,7 @@ def test_multi_gpu_and_vllm_commands_parse():
         check_lm_eval_argv(["accelerate", "launch", "--num_processes", "2", "train.py"])
 
 
-def test_every_lm_eval_command_of_the_readme_parses():
+def test_every_lm_eval_command_of_the_readme_parses(lm_eval_registry):
     text = "\n".join(p.read_text(encoding="utf-8") for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     lines = [
         ln.strip() for ln in re.findall(r"^\s*((?:accelerate launch|lm_eval) .*)$", text, flags=re.M) if "lm_eval" in ln

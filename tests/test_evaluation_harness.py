@@ -132,7 +132,7 @@ def test_a_tokenizer_without_eos_is_refused_and_a_missing_pad_is_set(hf_tok):
         check_tokenizer(t, "model X")
 
 
-def test_unknown_task_names_list_close_matches():
+def test_unknown_task_names_list_close_matches(lm_eval_registry):
     validate_task_names(
         [
             "sib200_az",

@@ -25,7 +25,7 @@ def test_local_configs_resolve_under_the_data_root(cfg):
     assert local_configs(cfg)[0]["dataset_kwargs"]["path"] == str(FIXTURES / "data/az/eval/sib200/azj_Latn/dev.tsv")
 
 
-def test_registry_names_pass_and_typos_fail(cfg):
+def test_registry_names_pass_and_typos_fail(cfg, lm_eval_registry):
     c = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={"tasks": ["sib200_az", "arc_easy"]})})
     assert hub_tasks(c) == ["arc_easy"]
     c = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={"tasks": ["arc_eazy"]})})
