@@ -99,6 +99,26 @@ def test_the_same_call_gives_the_same_scores(tiny_model, hf_tok):
     assert a["tasks"]["tumlu_az"]["items"] == b["tasks"]["tumlu_az"]["items"]
 
 
+def test_scoring_starts_no_process_for_lm_evals_environment_dump(tiny_model, hf_tok, monkeypatch):
+    """lm-eval's ``add_env_info`` runs torch's ``collect_env`` (``pip list`` in a child process, ~1 s a call): the
+    report records the environment itself, so a call to ``score`` starts no ``pip``, and puts lm-eval's own back
+    (lm-eval's ``git describe`` stays)."""
+    import subprocess
+
+    import lm_eval.evaluator as ev
+
+    started, popen, before = [], subprocess.Popen.__init__, ev.add_env_info
+
+    def counted(self, args, *a, **kw):
+        started.append(args)
+        popen(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", counted)
+    res = score(tiny_model, hf_tok, task("tumlu_az", first=2), batch_size=2, bootstrap_iters=1)
+    pip = [a for a in started if "pip" in " ".join(map(str, a if isinstance(a, (list, tuple)) else [a]))]
+    assert pip == [] and ev.add_env_info is before and res["tasks"]["tumlu_az"]["n"] == 2, started
+
+
 def test_local_tasks_build_lm_evals_task_manager_once_and_without_its_registry(tiny_model, hf_tok, monkeypatch):
     """``simple_evaluate`` indexes lm-eval's ~14,700 task YAMLs (~7 s here) on every call unless it is handed a task
     manager: local task configs need none of them, and a second call reuses the first one's manager."""

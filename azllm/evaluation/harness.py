@@ -135,6 +135,26 @@ def _quiet_lm_eval() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+@contextlib.contextmanager
+def _without_env_dump():
+    """``simple_evaluate`` ends with ``add_env_info``: torch's ``collect_env``, which starts ``pip list`` (and, on
+    a GPU machine, ``nvidia-smi``) in child processes, ~1 s a call on 2 cores, for a text blob azllm never reads:
+    every report records its own packages, commit and machine. Within this block it records lm-eval's and
+    transformers' versions only."""
+    import lm_eval.evaluator as ev
+
+    def versions(storage: dict) -> None:
+        from transformers import __version__ as transformers_version
+
+        storage.update(lm_eval_version=_version(), transformers_version=transformers_version)
+
+    was, ev.add_env_info = ev.add_env_info, versions
+    try:
+        yield
+    finally:
+        ev.add_env_info = was
+
+
 def score(
     model,
     tokenizer,
@@ -175,7 +195,7 @@ def score(
         }
     stream = log_stream()  # lm-eval's progress bars and prints: the terminal / the run's log, never a page
     try:
-        with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
+        with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream), _without_env_dump():
             out = simple_evaluate(
                 lm,
                 tasks=[*configs, *hub_tasks],
