@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
-from train_helpers import simulated_sagemaker_job
 
 from azllm import memory as mem
 from azllm.cli import main
@@ -269,25 +268,6 @@ def test_launch_without_the_sdk_says_what_to_install(monkeypatch, capsys):
 def test_the_extra_pins_exact_versions():
     extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["sagemaker"]
     assert "sagemaker-train==1.27.0" in extra and all("==" in e for e in extra)
-
-
-@pytest.mark.slow  # ~30 s: a tiny LoRA run through the staged entry script
-def test_the_staged_entry_trains_under_a_simulated_sagemaker_job(tmp_path):
-    env = simulated_sagemaker_job(tmp_path, tmp_path / "p.yaml", max_steps=4, every=2)
-    src = L.stage_source(tmp_path / "p.yaml", tmp_path / "code")
-    # what the SDK's torchrun driver runs: the entry script with the hyperparameters as --key value
-    p = subprocess.run(
-        [sys.executable, "azllm_train.py", "--params", "params.yaml", "--run_name", "sm", "--params_hash", "0123"],
-        cwd=src,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads((tmp_path / "output" / "results.json").read_text())["steps"] == 4
-    assert (tmp_path / "model" / "adapter_model.safetensors").is_file()
-    assert (tmp_path / "checkpoints" / "checkpoint-4" / "azllm_complete.json").is_file()
 
 
 SFT_PARAMS = REPO / "params" / "sft_sagemaker.yaml"
