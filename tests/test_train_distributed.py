@@ -190,36 +190,39 @@ def test_a_two_process_azllm_train_prepares_the_data_once_and_a_second_launch_no
 
 
 @pytest.mark.slow
-def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path):
+def test_two_process_fsdp_full_shard_matches_one_process(data, tmp_path, monkeypatch):
     """FSDP2 ``fully_shard`` of every decoder layer and the root (reshard after forward: weights, gradients and
     AdamW states split over 2 gloo ranks) through ``train.fsdp``, against one process training the same 8 windows
     per step: the same loss at every step, validation loss and final weights, up to float summation order (the
     DDP test above asks identical weights of its ranks; across a different reduction order 1e-5 on losses, 1e-6 on
     weights). Checkpoints (at steps 3 and 6) and the final model (gathered by both ranks, written by rank 0) are
     written under FSDP too. The 16 evaluation windows split evenly over the ranks (with an uneven split the Trainer's
-    distributed evaluation pads the last batch and the loss moved by 0.004 here, with or without FSDP)."""
+    distributed evaluation pads the last batch and the loss moved by 0.004 here, with or without FSDP). The one
+    process is this one (the same recipe call as :func:`_entry`'s, without a launcher)."""
     from safetensors.torch import load_file
+    from train_helpers import tiny_params
+
+    from azllm.recipes.tokens import prepare_data
+    from azllm.recipes.train import train_model
 
     steps, over = 6, {"max_steps": 6, "eval_steps": 3, "save_steps": 3, "logging_steps": 1, "eval_max_tokens": 512}
-    runs = {}
-    for name, nproc, train in (
-        ("fsdp", 2, {**over, "batch_size": 4, "fsdp": True}),
-        ("one", 1, {**over, "batch_size": 8}),
-    ):
-        spec = tmp_path / f"{name}.json"
-        spec.write_text(
-            json.dumps(
-                {
-                    "art": str(data["art"]),
-                    "output_dir": str(tmp_path / name),
-                    "train": train,
-                    "record": str(tmp_path / f"{name}-rec"),
-                }
-            )
+    spec = tmp_path / "fsdp.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "art": str(data["art"]),
+                "output_dir": str(tmp_path / "fsdp"),
+                "train": {**over, "batch_size": 4, "fsdp": True},
+                "record": str(tmp_path / "fsdp-rec"),
+            }
         )
-        p = _torchrun(nproc, Path(__file__), spec, tmp_path)
-        assert p.returncode == 0, _said(p)
-        runs[name] = json.loads((tmp_path / name / "results.json").read_text())
+    )
+    p = _torchrun(2, Path(__file__), spec, tmp_path)
+    assert p.returncode == 0, _said(p)
+    monkeypatch.setenv("AZLLM_ARTIFACTS", str(data["art"]))
+    P = tiny_params(data["art"], **over, batch_size=8)
+    train_model(P, prepare_data(P, progress=False), output_dir=tmp_path / "one", progress=False, resume=False)
+    runs = {name: json.loads((tmp_path / name / "results.json").read_text()) for name in ("fsdp", "one")}
     f, o = runs["fsdp"], runs["one"]
     recs = [json.loads((tmp_path / "fsdp-rec" / f"rank{k}.json").read_text()) for k in (0, 1)]
     assert all(r["fsdp"] and r["fsdp2"] and r["world_size"] == 2 for r in recs), recs
