@@ -1,6 +1,7 @@
 """The SageMaker launcher with the real SDK (sagemaker.train.ModelTrainer) and no AWS call: the trainer built from
 params/sagemaker.yaml, the staged code folder, the cost printed by `launch --dry-run`, a hub token that reaches the
-job's environment and nothing else, refused params (the staged entry under a simulated SageMaker job runs in test_sagemaker).
+job's environment and nothing else, and refused params (test_sagemaker runs the staged entry under a simulated
+SageMaker job).
 
 The tests that build a ModelTrainer need the azllm[sagemaker] extra. It is not in requirements.lock: every
 sagemaker-core 2.x (the SDK 3 core) declares protobuf<7, and the pinned sentencepiece 0.2.3 needs protobuf>=7.36.1 at
