@@ -1,8 +1,7 @@
 """``python -m azllm COMMAND``: the command line of :mod:`azllm.cli`."""
 
-import sys
-
 from .cli import main
+from .utils import exit_now
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

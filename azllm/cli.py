@@ -464,4 +464,6 @@ def _train(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .utils import exit_now
+
+    exit_now(main())

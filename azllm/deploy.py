@@ -528,4 +528,6 @@ def deploy(
 
 
 if __name__ == "__main__":  # the converter's child process (see convert)
-    sys.exit(_converter_child(sys.argv[1]))
+    from .utils import exit_now
+
+    exit_now(_converter_child(sys.argv[1]))

@@ -248,4 +248,6 @@ def _child(target: str, job_path: str, result_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(*sys.argv[1:4]))
+    from ..utils import exit_now
+
+    exit_now(_child(*sys.argv[1:4]))

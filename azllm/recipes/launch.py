@@ -82,9 +82,9 @@ process that the
 SDK's torchrun driver starts. The driver passes the job's hyperparameters as ``--key value``: ``--params`` names the
 params file beside this script; ``--run_name`` and ``--params_hash`` are only recorded."""
 import argparse
-import sys
 
 from azllm.cli import main
+from azllm.utils import exit_now
 
 COMMAND = "train"
 
@@ -92,7 +92,7 @@ if __name__ == "__main__":   # the corpus stage's worker processes import this m
     ap = argparse.ArgumentParser()
     ap.add_argument("--params", default="params.yaml")
     args, _recorded = ap.parse_known_args()
-    sys.exit(main([COMMAND, args.params]))
+    exit_now(main([COMMAND, args.params]))
 '''
 
 
