@@ -189,11 +189,13 @@ def run_variants(
             bar.update(1)
             if v.name in results and results[v.name]["status"] != "ok":
                 continue  # unavailable / OOM / error: one process says it
-            r = run_variant({**base_job, "variant": v.to_dict()}, timeout_s=timeout_s)
+            job = {**base_job, "variant": v.to_dict()}
+            why = _liger_missing(v)  # the child's first check, made here: no process starts only to say it
+            r = _unstarted(job, why) if why else run_variant(job, timeout_s=timeout_s)
             if v.name not in results:
                 r["predicted"] = mem.predict_memory(shape, v, base_job["batch"], base_job["seq"], device=device)
                 r["spec"] = v.to_dict()
-                r["pids"] = [r.get("pid")]
+                r["pids"] = [r["pid"]] if r.get("pid") else []
                 results[v.name] = r
             elif r["status"] == "ok":
                 _pool(results[v.name], r)
@@ -203,6 +205,28 @@ def run_variants(
                 )
     bar.close()
     return [results[v.name] for v in variants]
+
+
+def _liger_missing(v: mem.Variant) -> str | None:
+    """Why a Liger variant cannot run on this machine (:func:`azllm.model.liger_available`, the check
+    :func:`measure_variant` makes first, in an environment the child inherits unchanged), or None."""
+    if not v.liger:
+        return None
+    from ..model import liger_available
+
+    ok, why = liger_available()
+    return None if ok else f"not available on this device: {why}"
+
+
+def _unstarted(job: dict, why: str) -> dict:
+    """The result of a variant that no process ran: :func:`run_variant`'s fields, ``unavailable`` for ``why``."""
+    return {
+        "status": "unavailable",
+        "reason": why,
+        "variant": job["variant"]["name"],
+        "batch": job["batch"],
+        "seq": job["seq"],
+    }
 
 
 def _pool(acc: dict, r: dict) -> None:
@@ -341,12 +365,9 @@ def _unavailable(v: mem.Variant, device: str) -> str | None:
     """Why this variant cannot run here (checked before anything is built), or None."""
     import torch
 
-    from .. import model as azmodel
-
-    if v.liger:
-        ok, why = azmodel.liger_available()
-        if not ok:
-            return f"not available on this device: {why}"
+    why = _liger_missing(v)
+    if why:
+        return why
     if device.startswith("cuda") and not torch.cuda.is_available():
         return "not available on this device: no CUDA device"
     return None
