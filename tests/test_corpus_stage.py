@@ -249,6 +249,7 @@ def test_the_stage_as_slurm_job_arrays_keeps_what_the_local_executor_keeps(
 
     src = data_root / "data/az/train"
     slurm = {"partition": slurm_cluster["partition"], "time": "00:20:00", "mem_per_cpu_gb": 1, "poll_s": 2}
+    slurm["max_wait_hours"] = 0.25  # a job that never ends fails the test in 15 minutes instead of holding the suite
     with pytest.raises(CorpusSubmitted, match="submitted Slurm job"):
         _clean(
             src,
