@@ -92,9 +92,13 @@ def test_liger_without_cuda_is_not_available_with_reason(setup):
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: Liger is available here")
-    r = bt.run_variant(setup("liger_rope"), timeout_s=120)
-    assert r["status"] == "unavailable"
+    job = setup("liger_rope")
+    r = bt.run_variant(job, timeout_s=120)
+    assert r["status"] == "unavailable" and "pid" not in r  # said by the parent: no process started
     assert r["reason"].startswith("not available on this device") and "CUDA" in r["reason"]
+    assert r["variant"] == "liger_rope" and (r["batch"], r["seq"]) == (job["batch"], job["seq"])
+    child = bt.measure_variant(job)  # what the child says first, had one started
+    assert child["status"] == "unavailable" and child["reason"] == r["reason"]
 
 
 @pytest.mark.slow  # a kernel and six fresh benchmark processes (~30 s on 2 cores)

@@ -156,8 +156,13 @@ def resolve_device(device: str) -> str:
 
 def run_variant(job: dict, *, timeout_s: float) -> dict:
     """Run one job in a fresh process; always returns a result: ``status`` is ``ok``, ``unavailable``, ``oom``,
-    ``timeout`` or ``error``, with ``reason`` for all but ``ok``."""
-    res = run_fresh("azllm.bench.training:measure_variant", job, timeout_s=timeout_s, env=CHILD_ENV)
+    ``timeout`` or ``error``, with ``reason`` for all but ``ok``. A Liger variant where Liger cannot run is
+    ``unavailable`` at once (the child's first check, made here): no process starts only to say it."""
+    why = _liger_missing(mem.parse_variant(job["variant"]))
+    if why:
+        res = {"status": "unavailable", "reason": why}
+    else:
+        res = run_fresh("azllm.bench.training:measure_variant", job, timeout_s=timeout_s, env=CHILD_ENV)
     if res["status"] == "killed":
         res.update(
             status="oom", reason=f"OOM at batch {job['batch']} (seq {job['seq']}): child killed (kernel OOM killer)"
@@ -189,9 +194,7 @@ def run_variants(
             bar.update(1)
             if v.name in results and results[v.name]["status"] != "ok":
                 continue  # unavailable / OOM / error: one process says it
-            job = {**base_job, "variant": v.to_dict()}
-            why = _liger_missing(v)  # the child's first check, made here: no process starts only to say it
-            r = _unstarted(job, why) if why else run_variant(job, timeout_s=timeout_s)
+            r = run_variant({**base_job, "variant": v.to_dict()}, timeout_s=timeout_s)
             if v.name not in results:
                 r["predicted"] = mem.predict_memory(shape, v, base_job["batch"], base_job["seq"], device=device)
                 r["spec"] = v.to_dict()
@@ -216,17 +219,6 @@ def _liger_missing(v: mem.Variant) -> str | None:
 
     ok, why = liger_available()
     return None if ok else f"not available on this device: {why}"
-
-
-def _unstarted(job: dict, why: str) -> dict:
-    """The result of a variant that no process ran: :func:`run_variant`'s fields, ``unavailable`` for ``why``."""
-    return {
-        "status": "unavailable",
-        "reason": why,
-        "variant": job["variant"]["name"],
-        "batch": job["batch"],
-        "seq": job["seq"],
-    }
 
 
 def _pool(acc: dict, r: dict) -> None:
