@@ -55,6 +55,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TypedDict
 
+from .gguf_file import read_gguf
 from .gguf_runtime import LLAMA_CPP, DeployError, llama_ids, llama_log, require_llama_cpp
 from .utils import atomic_write_json, log_stream, replace_dir
 
@@ -253,32 +254,9 @@ def _staged(folder: Path, work: Path) -> Path:
     return work / folder.name
 
 
-def _read_gguf(path: Pathish) -> tuple[dict, list[tuple[str, int, int]]]:
-    """A GGUF file's ``tokenizer.*`` metadata and its tensors as ``(ggml type, weights, bytes)``, read once per file
-    version (its inode, size and modification time, which a rename keeps: the temporary file :func:`convert` checks
-    is the file it then moves into place): gguf-py parses every field, ~2 s for a 49k-token vocabulary, and a
-    deployment asks each file for its tokenizer and its tensors. The result is shared: do not change it."""
-    from gguf import GGUFReader
-
-    st = Path(path).stat()
-    version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if version not in _GGUF_READ:
-        reader = GGUFReader(str(path))
-        fields = {k: f.contents() for k, f in reader.fields.items() if k.startswith("tokenizer.")}
-        tensors = [(t.tensor_type.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
-        while len(_GGUF_READ) >= 32:  # the oldest goes first
-            _GGUF_READ.pop(next(iter(_GGUF_READ)))
-        _GGUF_READ[version] = (fields, tensors)
-    return _GGUF_READ[version]
-
-
-_GGUF_READ: dict[tuple, tuple[dict, list[tuple[str, int, int]]]] = {}
-"""What :func:`_read_gguf` read, by file version."""
-
-
 def gguf_fields(path: Path) -> dict:
     """A GGUF's pre-tokenizer, chat template, token count and the sha256 of all its ``tokenizer.*`` metadata."""
-    fields = _read_gguf(path)[0]
+    fields = {k: v for k, v in read_gguf(path).fields.items() if k.startswith("tokenizer.")}
     meta = sha256(json.dumps({k: str(v) for k, v in fields.items()}, sort_keys=True).encode()).hexdigest()
     out = {k: fields[k] for k in ("tokenizer.ggml.pre", "tokenizer.chat_template") if k in fields}
     return out | {"n_tokens": len(fields["tokenizer.ggml.tokens"]), "tokenizer_sha256": meta}
@@ -409,7 +387,7 @@ def bits_per_weight(gguf_file: Pathish) -> dict:
     >>> bits_per_weight("model-Q8_0.gguf")["bits_per_weight"]  # doctest: +SKIP
     """
     path, by_type = Path(gguf_file), {}
-    for kind, n_weights, n_bytes in _read_gguf(path)[1]:
+    for _, kind, n_weights, n_bytes in read_gguf(path).tensors:
         row = by_type.setdefault(kind, {"tensors": 0, "weights": 0, "bytes": 0})
         row.update(tensors=row["tensors"] + 1, weights=row["weights"] + n_weights, bytes=row["bytes"] + n_bytes)
     weights, nbytes = sum(r["weights"] for r in by_type.values()), sum(r["bytes"] for r in by_type.values())
