@@ -48,20 +48,19 @@ def setup(tmp_path, monkeypatch):
 
 
 def test_each_variant_runs_in_its_own_fresh_process(setup):
+    """One child, away from this process's memory. (Two processes of one variant giving the same losses is notebook
+    04's test below: two rounds, two pids, ``loss_last_max_diff == 0``.)"""
     import torch
 
-    hog = torch.ones(64 * 2**20 // 4)  # 64 MiB held by the parent must not show in the children's numbers
-    a = bt.run_variant(setup(), timeout_s=120)
-    b = bt.run_variant(setup(), timeout_s=120)
+    hog = torch.ones(64 * 2**20 // 4)  # 64 MiB held by the parent must not show in the child's numbers
+    r = bt.run_variant(setup(), timeout_s=120)
     del hog
-    assert a["status"] == b["status"] == "ok", (a.get("reason"), b.get("reason"))
-    assert len({a["pid"], b["pid"], os.getpid()}) == 3
-    for r in (a, b):
-        assert len(r["tokens_per_s"]) == len(r["peak_mb"]) == 2 and all(x > 0 for x in r["tokens_per_s"])
-        assert 0 < r["peak_mb"][0] < 64  # the training of a ~0.02M-parameter model, not the parent's hog
-        assert r["hwm_reset"] is True
-    assert a["losses"] == b["losses"]  # same seed, same batches: same losses
-    assert a["loss_last"] < a["loss_first"]
+    assert r["status"] == "ok", r.get("reason")
+    assert r["pid"] != os.getpid()
+    assert len(r["tokens_per_s"]) == len(r["peak_mb"]) == 2 and all(x > 0 for x in r["tokens_per_s"])
+    assert 0 < r["peak_mb"][0] < 64  # the training of a ~0.02M-parameter model, not the parent's hog
+    assert r["hwm_reset"] is True
+    assert r["loss_last"] < r["loss_first"]
 
 
 def test_oom_is_a_result_not_a_crash(setup):
