@@ -53,6 +53,7 @@ collect_ignore = [
     "browser_helpers.py",
     "cluster_helpers.py",
     "hub_helpers.py",
+    "rank_hook",
 ]
 
 

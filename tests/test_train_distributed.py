@@ -1,6 +1,7 @@
-"""Two CPU processes under torchrun train the tiny model: gloo DDP (different data per rank, identical weights), a
-SIGTERM to one rank only (both stop on one step, the restart ends as the uninterrupted run) and FSDP2 full shard
-(the same losses and weights as one process with the two ranks' batch).
+"""Two CPU processes under torchrun train the tiny model: ``torchrun -m azllm train`` with gloo DDP (the data prepared
+once, by rank 0; different data per rank, identical weights), a SIGTERM to one rank only (both stop on one step,
+the restart ends as the uninterrupted run) and FSDP2 full shard (the same losses and weights as one process with
+the two ranks' batch).
 
 ``python tests/test_train_distributed.py SPEC`` (or under torchrun) is the entry the FSDP test starts."""
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
-from train_helpers import data  # noqa: F401
+from train_helpers import TINY_TRAIN, data  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -88,105 +89,119 @@ def _said(p: subprocess.CompletedProcess) -> str:
     return f"exit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n--- stderr\n{p.stderr[-8000:]}"
 
 
-# One uninterrupted two-process run serves the DDP test and is the reference of the SIGTERM test (one torchrun less)
-DDP_TRAIN = {"max_steps": 12, "logging_steps": 4, "eval_steps": 6, "save_steps": 4, "save_total_limit": 3}
+# The user's command, ``torchrun --nproc-per-node 2 -m azllm train PARAMS``, three times on one artifacts folder:
+# uninterrupted on fresh artifacts (the DDP test, and the reference of the SIGTERM test), then interrupted by a
+# SIGTERM to one rank, then restarted. tests/rank_hook adds tests/train_entry.py's callbacks and records to each rank.
+DDP_TRAIN = {
+    **TINY_TRAIN,
+    "max_steps": 12,
+    "logging_steps": 4,
+    "eval_steps": 6,
+    "save_steps": 4,
+    "save_total_limit": 3,
+    "report_to": [],
+}
+HOOK = os.pathsep.join(str(REPO / "tests" / d) for d in ("rank_hook", ""))
 
 
-def _spec(path: Path, data, out: Path, rec: Path, **extra) -> Path:
-    spec = {"art": str(data["art"]), "output_dir": str(out), "record": str(rec), "train": DDP_TRAIN, **extra}
-    path.write_text(json.dumps(spec))
-    return path
+def _azllm_train(tmp: Path, art: Path, params: Path, out: Path, name: str, **spec) -> subprocess.CompletedProcess:
+    """``torchrun --nproc-per-node 2 -m azllm train PARAMS --output-dir OUT`` with ``art`` as the artifacts folder;
+    each rank records into ``tmp/<name>-rec`` (and takes ``spec``'s SIGTERM)."""
+    rec = tmp / f"{name}-rec"
+    (tmp / f"{name}.json").write_text(json.dumps({"record": str(rec), **spec}))
+    env = {
+        "AZLLM_ARTIFACTS": str(art),
+        "TQDM_DISABLE": "1",
+        "PYTHONPATH": HOOK,
+        "AZLLM_TEST_RANK_SPEC": str(tmp / f"{name}.json"),
+    }
+    return _torchrun(2, "azllm train", params, REPO, timeout=300, args=("--output-dir", str(out)), env=env)
+
+
+def _preparations(art: Path) -> list[dict]:
+    from azllm.recipes.tokens import PREPARE_LOG
+
+    return [json.loads(x) for x in (art / "ddp" / "tokens" / PREPARE_LOG).read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
-def ddp_run(data, tmp_path_factory):
-    """``(run folder, record folder)`` of an uninterrupted gloo DDP run of :data:`DDP_TRAIN` on two processes."""
+def ddp_run(tmp_path_factory):
+    """``(tmp, artifacts, params file, run folder, record folder)`` of the first, uninterrupted launch, on fresh
+    artifacts."""
+    from train_helpers import tiny_params_file
+
     tmp = tmp_path_factory.mktemp("ddp")
-    spec = _spec(tmp / "spec.json", data, tmp / "run", tmp / "rec", resume=False)
-    p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp, timeout=240)
+    params, art = tiny_params_file(tmp / "p.yaml", "ddp", DDP_TRAIN), tmp / "art"
+    p = _azllm_train(tmp, art, params, tmp / "run", "full")
     assert p.returncode == 0, _said(p)
-    return tmp / "run", tmp / "rec"
+    return tmp, art, params, tmp / "run", tmp / "full-rec"
 
 
-def test_two_process_torchrun_ddp(data, ddp_run):
-    run, rec = ddp_run
-    steps = DDP_TRAIN["max_steps"]
+@pytest.mark.slow  # one corpus stage, one tokenizer, two 12-step ranks (~40 s on 2 cores)
+def test_two_process_torchrun_ddp_prepares_the_data_once(ddp_run):
+    """On fresh artifacts rank 0 cleans, mixes, trains the tokenizer and encodes while rank 1 waits for its marker
+    (before, every rank prepared everything); then both train on different data (disjoint windows, each its own
+    batch every step) to identical weights, every one of them trained."""
+    from azllm.model import build_model, model_config
+    from azllm.recipes import load
+    from azllm.recipes.tokens import PREPARED
+
+    tmp, art, params, run, rec = ddp_run
+    log = _preparations(art)
+    assert [e["rank"] for e in log] == [0], log
+    marker = json.loads((art / "ddp" / "tokens" / PREPARED).read_text())
+    assert marker["prepared_by"] == log[0] and marker["tokenizer"] == "tokenizer"
+    steps, bs = DDP_TRAIN["max_steps"], DDP_TRAIN["batch_size"]
     r0, r1 = (json.loads((rec / f"rank{k}.json").read_text()) for k in (0, 1))
     assert r0["world_size"] == r1["world_size"] == 2 and r0["steps"] == r1["steps"] == steps
-    bs = 4
     assert len(r0["windows"]) == len(r1["windows"]) == steps * bs  # each rank: its own batch every step
     w0, w1 = set(map(tuple, r0["windows"])), set(map(tuple, r1["windows"]))
     assert len(w0) == steps * bs and not (w0 & w1), "ranks read overlapping windows"
     assert r0["digest"] == r1["digest"]
     a, b = (torch.load(rec / f"weights-rank{k}.pt", weights_only=True) for k in (0, 1))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    from train_helpers import tiny_params
-
-    from azllm.model import build_model, model_config
-
-    P = tiny_params(data["art"])
-    init = build_model(model_config(P.model.preset, data["tokenizer"].vocab_size, **P.model.config), seed=P.seed)
+    P = load(params)
+    vocab = a["model.embed_tokens.weight"].shape[0]
+    init = build_model(model_config(P.model.preset, vocab, **P.model.config), seed=P.seed)
     moved = [k for k, v in init.named_parameters() if not torch.equal(v.detach(), a[k])]
     assert len(moved) == len(a)  # every weight was trained (same on both ranks)
     results = json.loads((run / "results.json").read_text())
-    assert results["throughput"]["tokens_per_step"] == 2 * bs * 32
+    assert results["throughput"]["tokens_per_step"] == 2 * bs * DDP_TRAIN["block_size"]
 
 
-@pytest.mark.slow  # two two-process runs (~15 s each on 2 idle cores), and the uninterrupted one of ddp_run
-def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as_uninterrupted(data, ddp_run, tmp_path):
+@pytest.mark.slow  # two two-process launches (~25 s each on 2 idle cores), after the one of ddp_run
+def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as_uninterrupted(ddp_run):
     """A SIGTERM that reaches one rank only (rank 1, during step 5; rank 0 never gets one) with the stop flag read
     at logging steps (every 4), evaluations (6, 12) and checkpoints (every 4): both ranks stop after step 6, the next
     such step, write one complete checkpoint-6 and exit 0 (the launcher too), within the time limit (before the fix
     rank 1 saved and left after step 5 while rank 0 trained on: the job hung or crashed). The restarted job resumes
-    from checkpoint-6 and ends with the weights of an uninterrupted two-process run."""
+    from checkpoint-6 and ends with the weights of the uninterrupted launch. Neither launch prepares anything: the
+    artifacts are ddp_run's."""
     from azllm.train import latest_checkpoint
 
-    for name, extra in (("term", {"term_at_step": 5, "term_rank": 1}), ("resumed", {})):
-        spec = _spec(tmp_path / f"{name}.json", data, tmp_path / "run", tmp_path / f"{name}-rec", **extra)
-        p = _torchrun(2, REPO / "tests" / "train_entry.py", spec, tmp_path, timeout=240)
+    tmp, art, params, _, full_rec = ddp_run
+    run = tmp / "term-run"
+    for name, spec in (("term", {"term_at_step": 5, "term_rank": 1}), ("resumed", {})):
+        p = _azllm_train(tmp, art, params, run, name, **spec)
         assert p.returncode == 0, f"{name}: {_said(p)}"
+        assert [e["rank"] for e in _preparations(art)] == [0]  # still the one preparation of the first launch
         if name == "term":
-            rec = tmp_path / f"{name}-rec"  # each rank's own file (their stdout lines can land on one line)
+            rec = tmp / f"{name}-rec"  # each rank's own file (their stdout lines can land on one line)
             stopped = [json.loads((rec / f"interrupted-rank{k}.json").read_text()) for k in (0, 1)]
-            ck = str(tmp_path / "run" / "checkpoint-6")
+            ck = str(run / "checkpoint-6")
             assert stopped == [{"interrupted": "SIGTERM", "steps": 6, "checkpoint": ck, "rank": k} for k in (0, 1)]
-            assert latest_checkpoint(tmp_path / "run").name == "checkpoint-6"
-            assert not (tmp_path / "run" / "results.json").exists()
-    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+            assert latest_checkpoint(run).name == "checkpoint-6"
+            assert not (run / "results.json").exists()
+    resumed = json.loads((run / "results.json").read_text())
     assert resumed["resumed_from"].endswith("checkpoint-6") and resumed["steps"] == 12
-    full_rec = ddp_run[1]
-    a, b = (torch.load(rec / "weights-rank0.pt", weights_only=True) for rec in (full_rec, tmp_path / "resumed-rec"))
+    a, b = (torch.load(rec / "weights-rank0.pt", weights_only=True) for rec in (full_rec, tmp / "resumed-rec"))
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), max(
         (a[k] - b[k]).abs().max().item() for k in a
     )
     assert (
-        json.loads((tmp_path / "resumed-rec" / "rank0.json").read_text())["digest"]
-        == json.loads((tmp_path / "resumed-rec" / "rank1.json").read_text())["digest"]
+        json.loads((tmp / "resumed-rec" / "rank0.json").read_text())["digest"]
+        == json.loads((tmp / "resumed-rec" / "rank1.json").read_text())["digest"]
     )
-
-
-@pytest.mark.slow  # one corpus stage, one tokenizer, two 2-step ranks (~40 s on 2 cores)
-def test_a_two_process_azllm_train_prepares_the_data_once_and_a_second_launch_not_at_all(tmp_path):
-    """``torchrun --nproc-per-node 2 -m azllm train PARAMS`` on fresh artifacts: rank 0 cleans, mixes, trains the
-    tokenizer and encodes while rank 1 waits for its marker; both train. The folder's log holds one preparation,
-    by rank 0; a second launch opens the folder and prepares nothing (before, every rank prepared everything)."""
-    from train_helpers import TINY_TRAIN, tiny_params_file
-
-    from azllm.recipes.tokens import PREPARE_LOG, PREPARED
-
-    train = {**TINY_TRAIN, "max_steps": 2, "eval_steps": 2, "save_steps": 2, "report_to": []}
-    params = tiny_params_file(tmp_path / "p.yaml", "once", train)
-    art = tmp_path / "art"
-    for launch in ("first", "second"):
-        out = tmp_path / launch
-        env = {"AZLLM_ARTIFACTS": str(art), "TQDM_DISABLE": "1"}
-        p = _torchrun(2, "azllm train", params, REPO, timeout=300, args=("--output-dir", str(out)), env=env)
-        assert p.returncode == 0, f"{launch}: {_said(p)}"
-        assert (out / "results.json").is_file()
-        log = [json.loads(x) for x in (art / "once" / "tokens" / PREPARE_LOG).read_text().splitlines()]
-        assert [e["rank"] for e in log] == [0], log
-    marker = json.loads((art / "once" / "tokens" / PREPARED).read_text())
-    assert marker["prepared_by"] == log[0] and marker["tokenizer"] == "tokenizer"
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ optional ``kill_at_step`` (SIGKILL this
 process at the end of that optimizer step: a crash, no cleanup), optional ``term_at_step`` (this process sends itself
 a real SIGTERM as that step begins; with ``term_rank`` only that rank does) and optional ``record`` (a folder where
 each rank writes the training windows it read and its final weights). An interrupted run prints one JSON line per
-rank and, with ``record``, writes it to ``interrupted-rank<k>.json`` there.
+rank and, with ``record``, writes it to ``interrupted-rank<k>.json`` there. :func:`rank_callbacks` and
+:func:`write_records` also serve ``tests/rank_hook``, which adds them to a torchrun launch of ``python -m azllm train``.
 """
 
 from __future__ import annotations
@@ -26,18 +27,11 @@ from azllm.utils import atomic_write_json
 warnings.simplefilter("ignore")  # (tests/ is this script's folder, so train_helpers imports as is)
 
 
-def main(spec_path: str) -> None:
-    from train_helpers import tiny_params
+def rank_callbacks(spec: dict, rank: int, seen: list) -> list:
+    """The callbacks ``spec`` asks of this rank: ``term_at_step`` (with ``term_rank``), ``kill_at_step`` and, with
+    ``record``, one that appends every training window this rank reads to ``seen``."""
     from transformers import TrainerCallback
 
-    from azllm.recipes.tokens import prepare_data
-    from azllm.recipes.train import train_model as train
-
-    spec = json.loads(Path(spec_path).read_text())
-    os.environ["AZLLM_ARTIFACTS"] = spec["art"]
-    P = tiny_params(Path(spec["art"]), spec.get("overrides"), **spec.get("train", {}))
-    d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
-    rank = int(os.environ.get("RANK", "0"))
     callbacks = []
     if spec.get("term_at_step") and spec.get("term_rank", rank) == rank:  # a spot notice arrives during that step
         t = int(spec["term_at_step"])
@@ -57,8 +51,6 @@ def main(spec_path: str) -> None:
                     os.kill(os.getpid(), signal.SIGKILL)
 
         callbacks.append(Kill())
-    seen: list[list[int]] = []
-    r = None
     if spec.get("record"):
 
         class Record(TrainerCallback):
@@ -68,7 +60,12 @@ def main(spec_path: str) -> None:
                 )
 
         callbacks.append(Record())
-    r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False, resume=spec.get("resume", True))
+    return callbacks
+
+
+def write_records(spec: dict, rank: int, r: dict, seen: list) -> None:
+    """After the run: an interrupted run prints its JSON line (and writes ``interrupted-rank<k>.json`` with
+    ``record``); a finished one writes, with ``record``, this rank's windows, weights and their digest."""
     if r.get("interrupted"):
         stopped = {"interrupted": r["interrupted"], "steps": r["steps"], "checkpoint": r["checkpoint"], "rank": rank}
         print(json.dumps(stopped), flush=True)
@@ -86,6 +83,22 @@ def main(spec_path: str) -> None:
         (out / f"rank{rank}.json").write_text(
             json.dumps({"windows": seen, "digest": digest, "world_size": r["world_size"], "steps": r["steps"]})
         )
+
+
+def main(spec_path: str) -> None:
+    from train_helpers import tiny_params
+
+    from azllm.recipes.tokens import prepare_data
+    from azllm.recipes.train import train_model as train
+
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ["AZLLM_ARTIFACTS"] = spec["art"]
+    P = tiny_params(Path(spec["art"]), spec.get("overrides"), **spec.get("train", {}))
+    d = prepare_data(P, progress=False)  # already encoded by the test: only checks and loads
+    rank, seen = int(os.environ.get("RANK", "0")), []
+    callbacks = rank_callbacks(spec, rank, seen)
+    r = train(P, d, output_dir=spec["output_dir"], callbacks=callbacks, progress=False, resume=spec.get("resume", True))
+    write_records(spec, rank, r, seen)
 
 
 if __name__ == "__main__":
