@@ -80,9 +80,12 @@ def read_gguf(path: str | os.PathLike) -> GGUFMeta:
     Raises ``ValueError`` for a file that is not GGUF v2 or v3."""
     from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        if buf[:4] != b"GGUF":
-            raise ValueError(f"{path}: not a GGUF file (it starts with {bytes(buf[:4])!r})")
+    with open(path, "rb") as f:
+        head = f.read(4)
+        if head != b"GGUF":  # an empty file included (it cannot be mapped)
+            raise ValueError(f"{path}: not a GGUF file (it starts with {head!r})")
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with buf:
         (version,) = unpack_from("<I", buf, 4)
         order = ">" if version & 0xFFFF == 0 else "<"  # as gguf-py tells a file of the other byte order
         c = _Cursor(buf, order)

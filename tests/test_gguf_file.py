@@ -69,6 +69,9 @@ def test_a_file_that_is_not_gguf_v2_or_v3_is_refused_clearly(tmp_path):
     (tmp_path / "x.gguf").write_bytes(b"GGML" + bytes(20))
     with pytest.raises(ValueError, match=r"x\.gguf: not a GGUF file \(it starts with b'GGML'\)"):
         read_gguf(tmp_path / "x.gguf")
+    (tmp_path / "empty.gguf").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty\.gguf: not a GGUF file \(it starts with b''\)"):
+        read_gguf(tmp_path / "empty.gguf")
     (tmp_path / "v1.gguf").write_bytes(b"GGUF" + (1).to_bytes(4, "little") + bytes(16))
     with pytest.raises(ValueError, match="GGUF version 1; versions 2 and 3 are read"):
         read_gguf(tmp_path / "v1.gguf")

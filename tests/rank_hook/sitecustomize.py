@@ -8,12 +8,13 @@ import os
 if os.environ.get("RANK") is not None and os.environ.get("AZLLM_TEST_RANK_SPEC"):
     import functools
     import json
+    from pathlib import Path
 
     import train_entry
 
     import azllm.recipes.train as recipe
 
-    _spec = json.loads(open(os.environ["AZLLM_TEST_RANK_SPEC"]).read())
+    _spec = json.loads(Path(os.environ["AZLLM_TEST_RANK_SPEC"]).read_text())
     _train_model = recipe.train_model
 
     @functools.wraps(_train_model)
