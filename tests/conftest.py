@@ -208,20 +208,51 @@ def pytest_configure(config):
             os.environ[var] = threads
 
 
-# Session fixtures that take long: the test files that use one go to one xdist worker, which builds it once.
-WORKER_SHARED_FIXTURES = ("adapt_report", "lm_eval_registry")
+# Session fixtures that take long: the files whose tests take one (the pattern, in the file's source) go to one
+# xdist worker, which builds it once; a file that takes two joins their groups into one.
+WORKER_SHARED_FIXTURES = {
+    "adapt_report": r"def \w+\([^)]*\badapt_report\b",
+    "lm_eval_registry": r"def \w+\([^)]*\blm_eval_registry\b",
+    "smollm2_folder": r"def \w+\([^)]*\bsmollm2_(?:folder|tokenizer|loaded)\b",
+    "tiny_data": r"from train_helpers import[^\n]*\bdata\b",  # train_helpers.data: the module side of tiny_data
+}
+REGISTRY_DOCTESTS = ("azllm/evaluation/commands.py",)
+"""Modules whose doctests read lm-eval's registry (:func:`lm_eval_registry`'s group)."""
 
 
 def _shared_fixture_scopes() -> dict[str, str]:
-    """``{test file: fixture name}`` for the files whose tests take a :data:`WORKER_SHARED_FIXTURES` fixture (read
-    from their source: xdist's controller schedules by node id and collects nothing itself)."""
-    scopes = {}
+    """``{test file: group}`` for the files whose tests take a :data:`WORKER_SHARED_FIXTURES` fixture (read from
+    their source: xdist's controller schedules by node id and collects nothing itself). A group is named by one of
+    its fixtures; fixtures that one file takes together are one group."""
+    uses = {f: ["lm_eval_registry"] for f in REGISTRY_DOCTESTS}
     for path in sorted((REPO / "tests").glob("test_*.py")):
         source = path.read_text()
-        for name in WORKER_SHARED_FIXTURES:
-            if re.search(rf"def test_\w+\([^)]*\b{name}\b", source):
-                scopes[str(path.relative_to(REPO))] = name
-    return scopes
+        names = [n for n, pattern in WORKER_SHARED_FIXTURES.items() if re.search(pattern, source)]
+        if names:
+            uses[str(path.relative_to(REPO))] = names
+    return _join_groups(uses)
+
+
+def _join_groups(uses: dict[str, list[str]]) -> dict[str, str]:
+    """``{file: group}``, a group being the fixtures that some file takes together, named by the first of them in
+    :data:`WORKER_SHARED_FIXTURES` order.
+
+    >>> _join_groups({"a": ["lm_eval_registry"], "b": ["adapt_report", "lm_eval_registry"], "c": ["tiny_data"]})
+    {'a': 'adapt_report', 'b': 'adapt_report', 'c': 'tiny_data'}
+    """
+    group = {n: n for n in WORKER_SHARED_FIXTURES}
+
+    def root(n: str) -> str:
+        while group[n] != n:
+            n = group[n]
+        return n
+
+    order = list(WORKER_SHARED_FIXTURES)
+    for names in uses.values():
+        for n in names[1:]:
+            a, b = sorted((root(names[0]), root(n)), key=order.index)
+            group[b] = a
+    return {f: root(names[0]) for f, names in uses.items()}
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -307,6 +338,55 @@ def lm_eval_registry():
     from azllm.evaluation.harness import _task_manager
 
     return _task_manager(True)
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory):
+    """The tiny run's tokenizer and token files on the fixture corpus, prepared once per worker
+    (:func:`train_helpers.prepare_tiny_data`; test modules take it as ``train_helpers.data``)."""
+    from train_helpers import prepare_tiny_data
+
+    return prepare_tiny_data(tmp_path_factory.mktemp("art"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_loaded(tmp_path_factory):
+    """SmolLM2-135M-Instruct as :func:`azllm.gguf.load_gguf` loads its packaged GGUF, once per worker; under a report
+    (``$AZLLM_LOG``) transformers' de-quantizing progress bar goes to the run's log, not to stderr (where a page would
+    show it in a box)."""
+    import contextlib
+    import io
+
+    from azllm.gguf import load_gguf, smollm2_gguf
+
+    log = tmp_path_factory.mktemp("log") / "run.log"
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+        mp.setenv("AZLLM_LOG", str(log))
+        loaded = load_gguf(smollm2_gguf())
+    assert "de-quantizing" not in err.getvalue() and "de-quantizing" in log.read_text()
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder(tmp_path_factory, smollm2_loaded):
+    """The SmolLM2 GGUF converted once per worker (:func:`azllm.gguf.gguf_to_folder`), from the model already loaded
+    (one read of the GGUF)."""
+    from azllm.gguf import gguf_to_folder, smollm2_gguf
+
+    return gguf_to_folder(smollm2_gguf(), tmp_path_factory.mktemp("bases") / "smollm2", loaded=smollm2_loaded)
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer(tmp_path_factory, smollm2_folder):
+    """SmolLM2's tokenizer alone: the tokenizer files of :func:`smollm2_folder` (read from the GGUF's metadata and
+    saved as azllm.gguf saves them)."""
+    import shutil
+
+    out = tmp_path_factory.mktemp("smollm2-tokenizer")
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(smollm2_folder / name, out / name)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -54,15 +54,9 @@ def _leftovers(folder: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def smol_tok(tmp_path_factory):
+def smol_tok(smollm2_tokenizer):
     """SmolLM2-135M-Instruct's tokenizer, read from the packaged GGUF's metadata and saved as azllm.gguf saves it."""
-    from transformers import AutoTokenizer
-
-    from azllm.gguf import _save_tokenizer, smollm2_gguf
-
-    path, out = smollm2_gguf(), tmp_path_factory.mktemp("smollm2-tokenizer")
-    _save_tokenizer(AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name), out, 8192)
-    return out
+    return smollm2_tokenizer
 
 
 @pytest.fixture(scope="module")

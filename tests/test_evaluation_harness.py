@@ -3,6 +3,7 @@ with plain
 transformers, the tokenizer checks, task-name validation against lm-eval's registry, the BOS convention of every
 tokenizer we export."""
 
+import functools
 import math
 
 import pytest
@@ -133,7 +134,8 @@ def test_local_tasks_build_lm_evals_task_manager_once_and_without_its_registry(t
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(TaskManager, "__init__", counted)
-    harness._task_manager.cache_clear()
+    # an empty cache for this test alone (the session's registry index, lm_eval_registry, stays built)
+    monkeypatch.setattr(harness, "_task_manager", functools.lru_cache(maxsize=2)(harness._task_manager.__wrapped__))
     cfgs = task("tumlu_az", num_fewshot=1)
     a, b = (score(tiny_model, hf_tok, cfgs, batch_size=8, seed=5, bootstrap_iters=1) for _ in range(2))
     assert built == [False]  # one manager, no registry (before: two, each indexing the registry)

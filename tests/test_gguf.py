@@ -13,7 +13,6 @@ from azllm.gguf import (
     GGUFError,
     _finished,
     gguf_to_folder,
-    load_gguf,
     packaged_file,
     smollm2_gguf,
 )
@@ -24,28 +23,6 @@ PROMPTS = [
     "The quick brown fox jumps over the lazy dog, 2024 times.",
     "<|im_start|>user\nSalam! Necəsən?<|im_end|>\n<|im_start|>assistant\n",
 ]
-
-
-@pytest.fixture(scope="session")
-def gguf_loaded(tmp_path_factory):
-    """Loaded once; under a report ($AZLLM_LOG) transformers' de-quantizing progress bar goes to the run's log, not
-    to stderr (where a page would show it in a box)."""
-    import contextlib
-    import io
-
-    log = tmp_path_factory.mktemp("log") / "run.log"
-    err = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
-        mp.setenv("AZLLM_LOG", str(log))
-        loaded = load_gguf(smollm2_gguf())
-    assert "de-quantizing" not in err.getvalue() and "de-quantizing" in log.read_text()
-    return loaded
-
-
-@pytest.fixture(scope="session")
-def smol_folder(tmp_path_factory, gguf_loaded):
-    """The SmolLM2 GGUF converted once for the whole session, from the model already loaded (one read of the GGUF)."""
-    return gguf_to_folder(smollm2_gguf(), tmp_path_factory.mktemp("bases") / "smollm2", loaded=gguf_loaded)
 
 
 def test_the_packaged_gguf_is_found():
@@ -71,14 +48,14 @@ def test_a_file_that_is_not_a_gguf_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_folder_has_the_gguf_models_logits(smol_folder, gguf_loaded):
+def test_the_folder_has_the_gguf_models_logits(smollm2_folder, smollm2_loaded):
     from transformers import AutoModelForCausalLM
 
-    gguf_model, tok = gguf_loaded
+    gguf_model, tok = smollm2_loaded
     assert getattr(gguf_model, "hf_quantizer", None) is not None  # why the folder exists
-    folder = AutoModelForCausalLM.from_pretrained(smol_folder, local_files_only=True).eval()
+    folder = AutoModelForCausalLM.from_pretrained(smollm2_folder, local_files_only=True).eval()
     assert getattr(folder.config, "quantization_config", None) is None
-    assert "quantization_config" not in json.loads((smol_folder / "config.json").read_text())
+    assert "quantization_config" not in json.loads((smollm2_folder / "config.json").read_text())
     with torch.no_grad():
         for text in PROMPTS:
             ids = tok(text, return_tensors="pt").input_ids
@@ -87,33 +64,33 @@ def test_the_folder_has_the_gguf_models_logits(smol_folder, gguf_loaded):
 
 
 @pytest.mark.slow
-def test_the_folders_tokenizer_round_trips_and_declares_no_bos(smol_folder, gguf_loaded):
+def test_the_folders_tokenizer_round_trips_and_declares_no_bos(smollm2_folder, smollm2_loaded):
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(smol_folder, local_files_only=True)
+    tok = AutoTokenizer.from_pretrained(smollm2_folder, local_files_only=True)
     lines = (FIXTURES / "data/az/dev/flores200.dev.azj_Latn.txt").read_text(encoding="utf-8").splitlines()[:50]
     for line in lines + ["Şəki, Gəncə, Lənkəran: ğ ı ö ü ç ş ə Ə İ"]:
         ids = tok(line).input_ids
         assert tok.decode(ids) == line
-        assert ids == gguf_loaded[1](line).input_ids
+        assert ids == smollm2_loaded[1](line).input_ids
         assert ids[0] != tok.bos_token_id  # SmolLM2 was trained without a BOS
-    cfg = json.loads((smol_folder / "tokenizer_config.json").read_text())
+    cfg = json.loads((smollm2_folder / "tokenizer_config.json").read_text())
     assert cfg["add_bos_token"] is False and cfg["add_eos_token"] is False and cfg["model_max_length"] == 8192
     assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
     assert (tok.eos_token_id, tok.pad_token_id) == (2, 2)
     chat = tok.apply_chat_template([{"role": "user", "content": "Salam"}], tokenize=False, add_generation_prompt=True)
     assert chat.endswith("<|im_start|>user\nSalam<|im_end|>\n<|im_start|>assistant\n")
-    assert (smol_folder / "chat_template.jinja").is_file()
+    assert (smollm2_folder / "chat_template.jinja").is_file()
 
 
 @pytest.mark.slow
-def test_a_finished_folder_is_returned_as_it_is(smol_folder):
-    record = json.loads((smol_folder / RECORD).read_text())
-    weights = smol_folder / "model.safetensors"
+def test_a_finished_folder_is_returned_as_it_is(smollm2_folder):
+    record = json.loads((smollm2_folder / RECORD).read_text())
+    weights = smollm2_folder / "model.safetensors"
     before = os.stat(weights)
-    assert gguf_to_folder(smollm2_gguf(), smol_folder) == smol_folder
+    assert gguf_to_folder(smollm2_gguf(), smollm2_folder) == smollm2_folder
     after = os.stat(weights)
     assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
     assert record["size"] == smollm2_gguf().stat().st_size and record["parameters"] > 130e6
-    assert _finished(smol_folder, record["sha256"]) and not _finished(smol_folder, "0" * 64)
-    assert not [p for p in smol_folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert _finished(smollm2_folder, record["sha256"]) and not _finished(smollm2_folder, "0" * 64)
+    assert not [p for p in smollm2_folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left

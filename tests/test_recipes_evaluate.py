@@ -94,7 +94,7 @@ def test_azllm_eval_scores_an_export_and_a_checkpoint(adapt_report, tmp_path):
     assert res["n_items"]["sib200_az"] == 3 and res["model"]["spec"] == str(ck)
 
 
-def test_bad_input_exits_2_with_a_message(tmp_path, capsys, monkeypatch, tiny_folder):
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, monkeypatch, tiny_folder, lm_eval_registry):
     from azllm.cli import main
 
     monkeypatch.setenv("AZLLM_DATA_ROOT", str(FIXTURES))

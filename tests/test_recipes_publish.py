@@ -31,12 +31,8 @@ def make_run(root: Path, overrides: dict | None = None, name: str = "tiny") -> P
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from azllm.config import deep_update, load_params
-    from azllm.gguf import _save_tokenizer, smollm2_gguf
 
-    tok_dir = root / "smollm2-tokenizer"
-    if not tok_dir.is_dir():
-        path = smollm2_gguf()
-        _save_tokenizer(AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name), tok_dir, 8192)
+    tok_dir = root / "smollm2-tokenizer"  # the runs fixture's copy of conftest.smollm2_tokenizer
     export = root / "export"
     if not export.is_dir():
         import torch
@@ -62,7 +58,7 @@ def make_run(root: Path, overrides: dict | None = None, name: str = "tiny") -> P
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, smollm2_tokenizer):
     """The tiny run on the fixture corpus (research-only inputs) and its dry run with GGUF files in the same
     repository; ``AZLLM_ARTIFACTS`` under the module's folder."""
     import os
@@ -70,6 +66,7 @@ def runs(tmp_path_factory):
     from azllm.recipes.publish import publish_model
 
     root = tmp_path_factory.mktemp("publish")
+    shutil.copytree(smollm2_tokenizer, root / "smollm2-tokenizer")
     old = os.environ.get("AZLLM_ARTIFACTS")
     os.environ["AZLLM_ARTIFACTS"] = str(root / "art")
     try:

@@ -78,19 +78,27 @@ def tiny_params_file(path: Path, run_name: str, train: dict, **sections) -> Path
     return path
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """``{"P", "art", "tokenizer", "train", "val", "dev"}``: tokenizer + token files of the fixture corpus."""
-    art = tmp_path_factory.mktemp("art")
-    os.environ["AZLLM_ARTIFACTS"] = str(art)
+def prepare_tiny_data(art: Path) -> dict:
+    """``{"P", "art", "tokenizer", "train", "val", "dev"}``: the tokenizer and token files of :func:`tiny_params`
+    under ``art`` (conftest's session fixture ``tiny_data`` makes them once per worker)."""
     from azllm.recipes.tokens import prepare_data
 
+    os.environ["AZLLM_ARTIFACTS"] = str(art)
     P = tiny_params(art)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         d = prepare_data(P, progress=False)
     d["P"], d["art"] = P, art
     return d
+
+
+@pytest.fixture(scope="module")
+def data(tiny_data):
+    """The session's :func:`prepare_tiny_data` (one preparation per worker: the files that import this fixture go to
+    one worker, conftest.WORKER_SHARED_FIXTURES), with ``$AZLLM_ARTIFACTS`` pointing at its artifacts for the
+    module. A test trains into its own folder, or into ``art`` under a key of its own."""
+    os.environ["AZLLM_ARTIFACTS"] = str(tiny_data["art"])
+    return dict(tiny_data)
 
 
 def simulated_sagemaker_job(tmp_path: Path, params_file: Path, *, max_steps: int, every: int) -> dict:
