@@ -164,6 +164,11 @@ _ENTRIES: list[tuple[int, str, str | None, str]] = sorted(
     key=lambda s: (-len(s[1]), -s[0], s[1]),
 )
 SUFFIXES: list[tuple[int, str, str | None]] = [(slot, form, pos) for slot, form, pos, _ in _ENTRIES]
+# the entries by the letter their form ends with, each list in _ENTRIES order: a word's last letter leaves _peel
+# only the forms that can end there (about a tenth of the inventory)
+_BY_LAST: dict[str, list[tuple[int, str, str | None, str]]] = {}
+for _entry in _ENTRIES:
+    _BY_LAST.setdefault(_entry[1][-1], []).append(_entry)
 # a y after -əcə, -di, -li (not -mə: gəlməyəcək) is the k of -əcək, -dik, -lik before a vowel, not a buffer
 _FRONT_Y = sorted({form for _, form, _, base in _ENTRIES if base in {"AcAğ", "dIğ", "lIğ"} and form.endswith("y")})
 
@@ -225,8 +230,8 @@ def _peel(word: str, end: int, max_slot: int, right: tuple | None, depth: int) -
     """Suffix start offsets in ``word[:end]``, left to right: the first parse, trying suffixes in inventory
     order, whose suffixes all fit; ``None`` where the suffix ``right`` needs a suffix before it and none fits."""
     need = _NEEDS_LEFT.get((right[0], right[3])) if right else None
-    if depth < 8:
-        for entry in _ENTRIES:
+    if depth < 8 and end > 0:
+        for entry in _BY_LAST.get(word[end - 1], ()):
             slot, form = entry[0], entry[1]
             if slot > max_slot or (slot == max_slot and slot != 1) or (need and (slot, entry[3]) not in need):
                 continue
