@@ -15,6 +15,10 @@ what it adds to the result. The steps, written once here:
 
 The TRL-trained stages (SFT, preference tuning) share :func:`finish_trainer` and :func:`labelled_positions_only`,
 which live here so that no stage imports another.
+
+The callbacks (and with them transformers' Trainer stack, which imports peft and bitsandbytes: about 3 s of a
+process's start on a CPU) are imported when a run starts, so a process that only reads results, such as
+:class:`RunResult` for an evaluation or a deployment, does not load them.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from .callbacks import ProgressBarCallback, SafetyCallback, StopOnSignalCallback, ThroughputCallback, latest_checkpoint
 from .utils import atomic_write_json, replace_dir
+
+if TYPE_CHECKING:
+    from .callbacks import SafetyCallback, StopOnSignalCallback, ThroughputCallback
 
 __all__ = [
     "RunParts",
@@ -108,6 +114,8 @@ def run_trainer(
     (TRL stages: :func:`labelled_positions_only`)."""
     import torch
 
+    from .callbacks import latest_checkpoint
+
     out = Path(output_dir)
     parts.safety.key = key  # checkpoints carry the run key: a run resumes only its own
     ck = latest_checkpoint(out, key=key) if resume else None
@@ -155,6 +163,8 @@ def finished_result(output_dir: str | os.PathLike, key: str) -> RunResult | None
 def interrupted_result(trainer, *, key: str, out: Path, seconds: float, stopped) -> RunResult:
     """The result of a run a signal stopped (every rank wrote a complete checkpoint at this step; no final
     evaluation, no ``results.json``): the run resumes from ``checkpoint`` when it is started again."""
+    from .callbacks import latest_checkpoint
+
     return {
         "key": key,
         "interrupted": stopped,
@@ -242,6 +252,8 @@ def finish_trainer(trainer, out: Path, grad_accum: int, progress: bool) -> Safet
     (:func:`expose_head_bias`), the :class:`~azllm.callbacks.SafetyCallback` (returned), transformers' printer and
     bar replaced by azllm's progress bar (or none)."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from .callbacks import ProgressBarCallback, SafetyCallback
 
     expose_head_bias(trainer.model)
     safety = SafetyCallback(trainer.model, {}, out, grad_accum)

@@ -5,7 +5,9 @@ trained model and a plain dict of results (loss and bits-per-byte curves, tokens
 loss/bpb, checkpoint and final folders). The train recipe (:func:`azllm.recipes.train.train_model`) builds the
 :class:`TrainSpec` and the model (:func:`azllm.assemble.assemble_model`) from the params and calls it. The HF Trainer
 does the loop, so accelerate / DDP / FSDP / DeepSpeed and ``torchrun`` work unchanged
-(``torchrun --nproc-per-node 2 -m azllm train params.yaml``). Decisions:
+(``torchrun --nproc-per-node 2 -m azllm train params.yaml``). The callbacks named below live in
+:mod:`azllm.callbacks` and are imported when a run starts, so that looking up a finished run (:func:`run_key`,
+:class:`TrainSpec`) does not load transformers' Trainer stack. Decisions:
 
 - **Data**: training windows are :class:`azllm.tokens.TokenWindowDataset` items (``block_size`` tokens, labels ==
   input ids; the model shifts them). The Trainer's sampler shuffles them (seeded) and, under DDP, gives each rank
@@ -76,15 +78,6 @@ import numpy as np
 import torch
 
 from .assemble import METHODS  # noqa: F401  (one list of training methods)
-from .callbacks import (  # noqa: F401
-    NonFiniteLossError,
-    ProgressBarCallback,
-    RowsFirstCallback,
-    SafetyCallback,
-    StopOnSignalCallback,
-    ThroughputCallback,
-    latest_checkpoint,
-)
 from .lifecycle import RunParts, RunResult, run_trainer
 from .loop import LoopSpec, training_arguments
 from .utils import atomic_write_json, json_hash
@@ -93,16 +86,9 @@ __all__ = [
     "TrainSpec",
     "run_key",
     "run_training",
-    "ThroughputCallback",
-    "SafetyCallback",
-    "ProgressBarCallback",
-    "RowsFirstCallback",
-    "StopOnSignalCallback",
-    "NonFiniteLossError",
     "count_bytes",
     "bytes_per_token",
     "make_eval_set",
-    "latest_checkpoint",
     "load_trained",
     "generate",
     "METHODS",
@@ -260,6 +246,8 @@ def run_training(
     trainer, parts = _trainer(model, spec, tokenizer, train_file, eval_info, out, world, callbacks, progress, loss_fn)
 
     def evaluate(trainer, resumed_from) -> dict:
+        from .callbacks import latest_checkpoint
+
         ck = latest_checkpoint(out, key=key)
         return {
             "checkpoint": str(ck) if ck else None,
@@ -304,6 +292,13 @@ def _trainer(
     progress bar), adjusted by :func:`_adjust`; returns ``(trainer, RunParts)``."""
     from transformers import Trainer
 
+    from .callbacks import (
+        ProgressBarCallback,
+        RowsFirstCallback,
+        SafetyCallback,
+        StopOnSignalCallback,
+        ThroughputCallback,
+    )
     from .tokens import TokenFile, TokenWindowDataset
 
     throughput = ThroughputCallback(spec.batch_size * spec.grad_accum * spec.block_size * world, spec.untimed_steps)

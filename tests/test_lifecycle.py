@@ -132,3 +132,22 @@ def test_keep_freed_memory_respects_the_environment(monkeypatch):
     assert lifecycle.keep_freed_memory() is False
     monkeypatch.delenv("GLIBC_TUNABLES")
     assert lifecycle.keep_freed_memory() is True
+
+
+def test_finding_runs_and_their_results_loads_no_trainer_stack():
+    """The recipes that look up runs (finished-run keys, results, exports) import without transformers' Trainer stack
+    (its ``trainer_callback`` imports peft, which imports bitsandbytes): a process that only evaluates, distills from
+    a finished teacher or deploys does not pay for it. The training modules still load it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, azllm.recipes.adapt, azllm.recipes.evaluate, azllm.recipes.distill, azllm.recipes.deploy, "
+        "azllm.recipes.train, azllm.train, azllm.lifecycle\n"
+        "print(sorted(m for m in ('peft', 'bitsandbytes', 'transformers.trainer_callback') if m in sys.modules))\n"
+        "import azllm.callbacks\n"
+        "print('peft' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[:2] == ["[]", "True"], r.stdout

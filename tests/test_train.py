@@ -76,7 +76,7 @@ def test_full_run_results_and_checkpoints(full_run):
 
 
 def test_latest_checkpoint_ignores_incomplete(full_run, tmp_path):
-    from azllm.train import latest_checkpoint
+    from azllm.callbacks import latest_checkpoint
 
     out = Path(full_run["output_dir"])
     assert latest_checkpoint(out).name == "checkpoint-12"
@@ -130,7 +130,7 @@ def test_killed_and_resumed_run_follows_the_same_curve(data, full_run, tmp_path)
     )
     assert p.returncode == -9, p.stderr[-3000:]
     assert not (out / "results.json").exists()
-    from azllm.train import latest_checkpoint
+    from azllm.callbacks import latest_checkpoint
 
     assert latest_checkpoint(out).name == "checkpoint-4"
     r = _run(data, out, resume=True)
@@ -150,7 +150,7 @@ def test_a_folder_holding_another_runs_checkpoints_is_trained_afresh(data, full_
     so what the folder's old run learned never passes for the new one."""
     import shutil
 
-    from azllm.train import latest_checkpoint
+    from azllm.callbacks import latest_checkpoint
 
     out = tmp_path / "run"
     shutil.copytree(full_run["output_dir"], out)
@@ -183,7 +183,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(data, tmp_path, logging_s
     steps the NaN of step 6 is caught at step 8, still before checkpoint-8 is written."""
     from transformers import TrainerCallback
 
-    from azllm.train import NonFiniteLossError, latest_checkpoint
+    from azllm.callbacks import NonFiniteLossError, latest_checkpoint
 
     class Poison(TrainerCallback):
         def on_step_end(self, args, state, control, model=None, **kw):
@@ -305,7 +305,7 @@ def test_sigterm_writes_a_complete_checkpoint_and_the_restart_ends_with_the_same
     uninterrupted run (same losses, same final weights)."""
     from safetensors.torch import load_file
 
-    from azllm.train import latest_checkpoint
+    from azllm.callbacks import latest_checkpoint
 
     out = tmp_path / "run"
     spec = tmp_path / "spec.json"

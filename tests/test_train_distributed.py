@@ -177,7 +177,7 @@ def test_sigterm_to_one_rank_stops_both_on_the_same_step_and_the_restart_ends_as
     rank 1 saved and left after step 5 while rank 0 trained on: the job hung or crashed). The restarted job resumes
     from checkpoint-6 and ends with the weights of the uninterrupted launch. Neither launch prepares anything: the
     artifacts are ddp_run's."""
-    from azllm.train import latest_checkpoint
+    from azllm.callbacks import latest_checkpoint
 
     tmp, art, params, _, full_rec = ddp_run
     run = tmp / "term-run"

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..assemble import ModelSpec
 from ..config import Config, deep_update
 from ..lifecycle import RunResult
-from ..train import TrainSpec
 from .paths import Paths
 from .specs import build_spec
+
+if TYPE_CHECKING:
+    from ..train import TrainSpec
 
 __all__ = [
     "model_spec",
@@ -62,6 +65,8 @@ def train_spec(
 ) -> TrainSpec:
     """The :class:`~azllm.train.TrainSpec` of ``train`` (``max_steps`` / ``lr`` / ``resume`` override it), by
     :func:`azllm.recipes.specs.build_spec`. The two-stage ``rows_only_steps`` applies to adapters only."""
+    from ..train import TrainSpec
+
     t = cfg.train
     method = method or t.method
     over = {"max_steps": int(max_steps)} if max_steps else {}
