@@ -94,3 +94,67 @@ def test_a_finished_folder_is_returned_as_it_is(smollm2_folder):
     assert record["size"] == smollm2_gguf().stat().st_size and record["parameters"] > 130e6
     assert _finished(smollm2_folder, record["sha256"]) and not _finished(smollm2_folder, "0" * 64)
     assert not [p for p in smollm2_folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def _tiny_llama_gguf(path):
+    """A GGUF of a 2-layer Llama config with one tensor (gguf-py's writer): enough for transformers' metadata reads."""
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("tiny")
+    for add, value in (("block_count", 2), ("context_length", 64), ("embedding_length", 8)):
+        getattr(w, f"add_{add}")(value)
+    w.add_feed_forward_length(16)
+    w.add_head_count(2)
+    w.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_one_parse_serves_every_read_of_a_load_and_then_gives_gguf_back(tmp_path, monkeypatch):
+    """Inside :func:`azllm.gguf._one_parse` transformers' own readers of a GGUF (``load_gguf_checkpoint``, once per
+    ``from_pretrained``) open the file once, and its per-module name mapping builds gguf-py's tensor-name map once,
+    with the same results as without the block; after it (an error too) gguf's own names are back."""
+    import gguf
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import (
+        TensorProcessor,
+        get_gguf_hf_weights_map,
+        load_gguf_checkpoint,
+    )
+
+    from azllm.gguf import _one_parse
+
+    path = _tiny_llama_gguf(tmp_path / "tiny.gguf")
+    opened, maps = [], []
+
+    class Counted(gguf.GGUFReader):
+        def __init__(self, *args, **kwargs):
+            opened.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    def counted_map(*args):
+        maps.append(args)
+        return gguf.tensor_mapping.get_tensor_name_map(*args)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counted)
+    monkeypatch.setattr(gguf, "get_tensor_name_map", counted_map)
+    shape = {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2}
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=4, **shape))
+    plain = [load_gguf_checkpoint(str(path))["config"] for _ in range(2)]
+    plain_map = get_gguf_hf_weights_map(model, TensorProcessor())
+    assert len(opened) == 2 and len(maps) > 10  # one map per module of the model
+    opened.clear(), maps.clear()
+    with _one_parse():
+        once = [load_gguf_checkpoint(str(path))["config"] for _ in range(3)]
+        once_map = get_gguf_hf_weights_map(model, TensorProcessor())
+    assert opened == [str(path)] and len(maps) == 1
+    assert once == plain[:1] * 3 and once_map == plain_map and once[0]["num_hidden_layers"] == 2
+    assert gguf.GGUFReader is Counted and gguf.get_tensor_name_map is counted_map
+    with pytest.raises(RuntimeError, match="inside"), _one_parse():
+        raise RuntimeError("inside")
+    assert gguf.GGUFReader is Counted and gguf.get_tensor_name_map is counted_map
