@@ -100,7 +100,8 @@ def _from_sentencepiece(path: Path, name: str) -> Tok:
 
 def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
     """Wrap a ``tokenizers.Tokenizer``."""
-    model = json.loads(tok.to_str()).get("model", {})
+    serialized = tok.to_str()  # once: slow for a large vocabulary
+    model = json.loads(serialized).get("model", {})
     vocab = tok.get_vocab(with_added_tokens=True)
     fallback = set()
     if model.get("byte_fallback"):
@@ -149,7 +150,7 @@ def _from_hf_tokenizer(tok, name: str, path: str | None = None) -> Tok:
         pad_id=pad,
         unk_id=unk_id,
         id_to_piece=tok.id_to_token,
-        fingerprint=_sha256_bytes(tok.to_str().encode()),
+        fingerprint=_sha256_bytes(serialized.encode()),
         path=path,
     )
 
