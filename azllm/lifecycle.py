@@ -16,9 +16,9 @@ what it adds to the result. The steps, written once here:
 The TRL-trained stages (SFT, preference tuning) share :func:`finish_trainer` and :func:`labelled_positions_only`,
 which live here so that no stage imports another.
 
-The callbacks (and with them transformers' Trainer stack, which imports peft and bitsandbytes: about 3 s of a
-process's start on a CPU) are imported when a run starts, so a process that only reads results, such as
-:class:`RunResult` for an evaluation or a deployment, does not load them.
+The callbacks (and with them transformers' Trainer stack, which imports peft and bitsandbytes) are imported when a
+run starts, so a process that only reads results, such as :class:`RunResult` for an evaluation or a deployment,
+does not load them.
 """
 
 from __future__ import annotations
