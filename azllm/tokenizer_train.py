@@ -18,7 +18,10 @@ gives the same ids as the SentencePiece model (:mod:`azllm.tokenizer` loads it).
 - Determinism: ``random_seed`` is fixed and the corpus file is written in source order, so the same corpus,
   options and seed give a byte-identical ``sp.model`` (tested).
 - The output folder is written atomically (a temporary folder, then a rename) and a re-run with the same corpus
-  hash and options returns the existing folder without training again.
+  hash and options returns the existing folder without training again. With ``reuse`` (a folder of notes, one per
+  trained model) a model that another folder already holds is copied from there, not trained again: a sweep, the
+  run's tokenizer and the one-at-a-time rows often ask for the same model (:func:`training_seconds` still gives
+  the seconds its training took).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -47,6 +51,7 @@ __all__ = [
     "write_sample",
     "read_lines",
     "train_sweep",
+    "training_seconds",
     "variant_name",
     "PRESPLIT_DELIMITER",
 ]
@@ -246,6 +251,7 @@ def train_tokenizer(
     num_threads: int = 2,
     seed: int = DEFAULT_SEED,
     force: bool = False,
+    reuse: str | os.PathLike | None = None,
 ) -> Path:
     """Train a SentencePiece tokenizer on ``texts`` (already normalized documents) and export it.
 
@@ -255,7 +261,12 @@ def train_tokenizer(
     The keyword defaults are SentencePiece-level choices for Azerbaijani; a run takes its values from
     :class:`azllm.config.TokenizerConfig` (through :func:`azllm.recipes.tokenizers.tokenizer_options`).
 
-    Steps: write the corpus (hashing it) -> reuse an identical earlier model -> train -> export -> rename.
+    ``reuse``: a folder where each model trained with it leaves a note, ``<key>.json`` (its folder, files and
+    training seconds; the key hashes the corpus and the options). A model asked for again, into another folder, is
+    copied from the folder its note names, as long as that folder still holds it; else it is trained.
+
+    Steps: write the corpus (hashing it) -> reuse an identical earlier model (in ``out_dir``, else one noted in
+    ``reuse``) -> train -> export -> rename -> note it in ``reuse``.
 
     >>> folder = train_tokenizer(lines, "artifacts/tok", vocab_size=8000, model_type="bpe")  # doctest: +SKIP
     >>> AutoTokenizer.from_pretrained(folder)  # doctest: +SKIP
@@ -278,11 +289,15 @@ def train_tokenizer(
         seed=int(seed),
     )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         corpus_sha, n_lines, n_bytes = _write_training_text(texts, tmp / "corpus.txt", affix_presplit)
         key = json_hash({"opts": opts, "corpus": corpus_sha}, n=None)
         if not force and _same_model_exists(out_dir, key):
+            return out_dir
+        if not force and reuse is not None and _copy_noted(Path(reuse), key, tmp):
+            replace_dir(tmp, out_dir)
             return out_dir
         sampled = n_bytes * (min(1.0, opts["input_sentence_size"] / n_lines) if opts["input_sentence_size"] else 1.0)
         _run_sentencepiece(tmp, opts, int(num_threads), extremely_large=sampled > 0.9 * 2**31)
@@ -300,11 +315,42 @@ def train_tokenizer(
                 indent=2,
             )
         )
+        files = sorted(f.name for f in tmp.iterdir())
         replace_dir(tmp, out_dir)
+        if reuse is not None:
+            note = {"folder": str(out_dir.resolve()), "files": files, "train_s": time.perf_counter() - t0}
+            atomic_write_json(Path(reuse) / f"{key}.json", note)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def _copy_noted(reuse: Path, key: str, into: Path) -> bool:
+    """Copy the model that ``reuse``'s note for ``key`` names into ``into`` (in place of its training corpus); False
+    when there is no note or its folder no longer holds that model."""
+    try:
+        note = json.loads((reuse / f"{key}.json").read_text())
+        src, files = Path(note["folder"]), list(note["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if not files or not _same_model_exists(src, key) or not all((src / f).is_file() for f in files):
+        return False
+    (into / "corpus.txt").unlink()
+    for f in files:
+        shutil.copyfile(src / f, into / f)
+    return True
+
+
+def training_seconds(folder: str | os.PathLike, reuse: str | os.PathLike) -> float | None:
+    """Seconds that the training of the model in ``folder`` took (corpus writing and export included), from its
+    note in ``reuse`` (:func:`train_tokenizer`): the same for every folder it was copied into. None when it was
+    not noted there."""
+    try:
+        key = json.loads((Path(folder) / "azllm_tokenizer.json").read_text())["key"]
+        return float(json.loads((Path(reuse) / f"{key}.json").read_text())["train_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _same_model_exists(out_dir: Path, key: str) -> bool:
@@ -460,12 +506,13 @@ def train_sweep(
     options: list[dict],
     progress: bool = True,
     sample: str | os.PathLike | None = None,
+    reuse: str | os.PathLike | None = None,
 ) -> tuple[dict[str, Path], dict[str, str]]:
     """Train every variant of ``options`` on one sample of ``docs`` into ``out_root/<variant name>``.
 
     The sample (:func:`write_sample`: ``input_sentence_size`` lines of the options, seeded by their seed) is written
     once, to ``sample`` (default ``out_root/sample.txt``), and every variant trains on it, so the sweep reads the
-    corpus once, not once per variant.
+    corpus once, not once per variant. ``reuse``: as :func:`train_tokenizer`'s.
 
     Returns ``(trained, skipped)``: name -> folder for the variants trained (or reused: see
     :func:`train_tokenizer`), and name -> reason for the variants whose vocabulary the corpus cannot fill
@@ -485,7 +532,7 @@ def train_sweep(
     for opts in progress_bar(options, desc="training tokenizers", disable=not progress):
         name = variant_name(opts)
         try:
-            out[name] = train_tokenizer(read_lines(sample), Path(out_root) / name, **opts)
+            out[name] = train_tokenizer(read_lines(sample), Path(out_root) / name, reuse=reuse, **opts)
         except VocabTooLargeError as e:
             skipped[name] = str(e)
     return out, skipped

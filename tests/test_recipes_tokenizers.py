@@ -123,6 +123,11 @@ def test_one_change_at_a_time_against_the_run_tokenizer(tiny_one):
     assert 0 < base["morph_recall"] < 1 and 0 < base["lexicon_recall"] < 1 and base["lexicon_precision"] > 0
     raw_row = by["no normalization when encoding"]  # the same tokenizer, measured on the lines as found
     assert raw_row["fertility"] != base["fertility"] and raw_row["lexicon_recall"] == base["lexicon_recall"]
+    paths = tokenizers.Paths.of(cfg)  # that tokenizer is row 0's copied (tokenizer_notes), not trained again
+    copied, first = paths.one_change(rows.index(raw_row)), paths.one_change(0)
+    assert (copied / "sp.model").read_bytes() == (first / "sp.model").read_bytes()
+    assert raw_row["train_s"] == base["train_s"] > 0  # the seconds of the training that made it
+    assert len(list(paths.tokenizer_notes.glob("*.json"))) <= len(rows) - 1
 
 
 def test_a_change_replaces_its_keys_whole():

@@ -7,7 +7,7 @@ from azllm.data import iter_documents, resolve_source
 from azllm.metrics import hf_id_mismatches, tokenizer_metrics
 from azllm.text import normalize
 from azllm.tokenizer import TokenizerError, load_tokenizer
-from azllm.tokenizer_train import VocabTooLargeError, train_tokenizer
+from azllm.tokenizer_train import VocabTooLargeError, train_tokenizer, training_seconds
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,33 @@ def test_training_is_deterministic_and_idempotent(docs, tmp_path):
     )  # options changed
     assert (c / "azllm_tokenizer.json").read_text() != "" and (a / "sp.model").stat().st_mtime_ns != mtime
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folders left
+
+
+def test_a_model_noted_in_reuse_is_copied_into_another_folder_not_trained_again(docs, tmp_path, monkeypatch):
+    """With ``reuse``, the same corpus and options asked for in a second folder give the first folder's files,
+    byte for byte, without a SentencePiece training; other options, or a first folder that no longer holds the
+    model, are trained. Both folders report the first training's seconds."""
+    import azllm.tokenizer_train as tt
+
+    notes, opts = tmp_path / "notes", {"vocab_size": 800, "model_type": "bpe"}
+    a = train_tokenizer(docs, tmp_path / "a", reuse=notes, **opts)
+    trainings = []
+    run = tt._run_sentencepiece
+    monkeypatch.setattr(tt, "_run_sentencepiece", lambda *a, **k: (trainings.append(a[1]), run(*a, **k))[1])
+    b = train_tokenizer(docs, tmp_path / "b", reuse=notes, **opts)
+    assert trainings == [] and sorted(p.name for p in b.iterdir()) == sorted(p.name for p in a.iterdir())
+    assert all(_sha(b / f.name) == _sha(f) for f in a.iterdir())
+    assert load_tokenizer(b).encode("Evlərimizdən çıxdıq.") == load_tokenizer(a).encode("Evlərimizdən çıxdıq.")
+    assert training_seconds(a, notes) == training_seconds(b, notes) > 0
+    assert training_seconds(a, tmp_path / "elsewhere") is None
+    train_tokenizer(docs, tmp_path / "c", reuse=notes, **{**opts, "vocab_size": 700})  # other options
+    assert len(trainings) == 1
+    (a / "sp.model").unlink()  # the noted folder lost its model: trained again, and noted again
+    train_tokenizer(docs, tmp_path / "d", reuse=notes, **opts)
+    assert len(trainings) == 2 and _sha(tmp_path / "d" / "sp.model") == _sha(b / "sp.model")
+    train_tokenizer(docs, tmp_path / "e", reuse=notes, **opts)
+    assert len(trainings) == 2  # copied from d
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_affix_presplit_aligns_tokens_with_suffixes(docs, trained, dev_lines, tmp_path):

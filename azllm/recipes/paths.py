@@ -125,6 +125,12 @@ class Paths:
         (:func:`azllm.tokenizer_train.write_sample`)."""
         return self.artifacts / "tokenizer_sample.txt"
 
+    @property
+    def tokenizer_notes(self) -> Path:
+        """One note per tokenizer trained in this run's artifacts (``reuse`` of
+        :func:`azllm.tokenizer_train.train_tokenizer`): a tokenizer asked for again is copied, not trained again."""
+        return self.artifacts / "tokenizer_notes"
+
     def recipe_step(self, i: int) -> Path:
         """The tokenizer of step ``i`` of the "what each change bought" table."""
         return self.artifacts / "recipe" / f"step{i}"

@@ -103,7 +103,10 @@ def train_tokenizers(cfg: Config, docs: list[str]) -> tuple[dict[str, Path], dic
     (:attr:`Paths.tokenizer_sample`, shared with :func:`main_tokenizer`): ``(trained, skipped)``."""
     from ..tokenizer_train import train_sweep
 
-    return train_sweep(docs, Paths.of(cfg).tokenizers, sweep_options(cfg), sample=Paths.of(cfg).tokenizer_sample)
+    paths = Paths.of(cfg)
+    return train_sweep(
+        docs, paths.tokenizers, sweep_options(cfg), sample=paths.tokenizer_sample, reuse=paths.tokenizer_notes
+    )
 
 
 def baselines(cfg: Config, names: list[str] | None = None) -> dict:
@@ -147,7 +150,7 @@ def main_tokenizer(cfg: Config, docs: list[str] | None = None, *, show=lambda li
     opts = tokenizer_options(cfg)
     sample = Paths.of(cfg).tokenizer_sample
     write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
-    folder = train_tokenizer(read_lines(sample), Paths.of(cfg).tokenizer, **opts)
+    folder = train_tokenizer(read_lines(sample), Paths.of(cfg).tokenizer, reuse=Paths.of(cfg).tokenizer_notes, **opts)
     mark(cfg, "tokenizers", folder, complete="tokenizer.json")
     return load_tokenizer(folder, name=f"{cfg.run_name}-main")
 
@@ -203,19 +206,20 @@ def recipe_corpora(cfg: Config) -> list[tuple[str, list[str], dict]]:
 
 def recipe_table(cfg: Config, evals: dict[str, list[str]]) -> list[dict]:
     """One row per step: corpus MB, training seconds, and fertility and round trip on every eval set (``{set:
-    value}``)."""
+    value}``). Training seconds are those of the training that made the step's tokenizer
+    (:func:`azllm.tokenizer_train.training_seconds`), also where it was copied from an identical earlier one."""
     from ..metrics import tokenizer_metrics
     from ..tokenizer import load_tokenizer
-    from ..tokenizer_train import train_tokenizer
+    from ..tokenizer_train import train_tokenizer, training_seconds
 
-    rows = []
+    rows, notes = [], Paths.of(cfg).tokenizer_notes
     for i, (step, docs, opts) in enumerate(recipe_corpora(cfg)):
         t0 = time.perf_counter()
-        folder = train_tokenizer(docs, Paths.of(cfg).recipe_step(i), **opts)
+        folder = train_tokenizer(docs, Paths.of(cfg).recipe_step(i), reuse=notes, **opts)
         row = {
             "step": step,
             "corpus_mb": sum(len(d.encode("utf-8")) for d in docs) / 1e6,
-            "train_s": time.perf_counter() - t0,
+            "train_s": training_seconds(folder, notes) or time.perf_counter() - t0,
             "fertility": {},
             "roundtrip": {},
         }
@@ -258,13 +262,14 @@ def one_at_a_time_table(
     cfg: Config, evals: dict[str, list[str]], raw: dict[str, list[str]], lexicon: Counter | None
 ) -> list[dict]:
     """The run's tokenizer at the selected size (first row, ``change`` "the run's tokenizer"), then each change of
-    ``tokenizer.sweep.one_at_a_time`` alone. Per row: training seconds, tokens per word on every eval set
-    (``fertility``, ``{set: value}``; on the lines as found for an ``encode_raw`` change), raw lines whose
-    ``decode(encode(line))`` is not the line (``raw_roundtrip_failures``), morphology recall and precision on the
+    ``tokenizer.sweep.one_at_a_time`` alone. Per row: training seconds (as :func:`recipe_table`'s), tokens per word on
+    every eval set (``fertility``, ``{set: value}``; on the lines as found for an ``encode_raw`` change), raw lines
+    whose ``decode(encode(line))`` is not the line (``raw_roundtrip_failures``), morphology recall and precision on the
     first set's words (``morph_recall`` / ``morph_precision``) and on the lexicon's forms (``lexicon_recall`` /
     ``lexicon_precision``; None without a lexicon)."""
     from ..metrics import morph_alignment, roundtrip_failures, tokenizer_metrics
     from ..tokenizer import load_tokenizer
+    from ..tokenizer_train import training_seconds
     from ..utils import progress
 
     size = cfg.tokenizer.sweep.select_vocab_size or cfg.tokenizer.vocab_size
@@ -277,12 +282,13 @@ def one_at_a_time_table(
         folder = _train_one(c, change, Paths.of(cfg).one_change(i), size)
         tok = load_tokenizer(folder, name=f"one-{i}")
         lines = raw if change.encode_raw else evals
+        trained_s = training_seconds(folder, Paths.of(cfg).tokenizer_notes)
         m = {name: tokenizer_metrics(tok, lines[name], morph=name == first) for name in evals}
         lex = morph_alignment(tok, lexicon) if lexicon else {}
         rows.append(
             {
                 "change": change.name,
-                "train_s": time.perf_counter() - t0,
+                "train_s": trained_s or time.perf_counter() - t0,
                 "fertility": {name: v["fertility"] for name, v in m.items()},
                 "raw_roundtrip_failures": {name: roundtrip_failures(tok, raw[name])[0] for name in raw},
                 "morph_recall": m[first]["morph_recall"],
@@ -354,7 +360,7 @@ def _train_one(cfg: Config, change: OneChange, folder: Path, size: int) -> Path:
         docs = azdata.iter_documents(training_source(cfg))
     sample = Paths.of(cfg).tokenizer_sample if not change.mix and change.text == "mix" else folder.with_suffix(".txt")
     write_sample(docs, sample, max_lines=opts["input_sentence_size"], seed=opts["seed"])
-    return train_tokenizer(read_lines(sample), folder, **opts)
+    return train_tokenizer(read_lines(sample), folder, reuse=Paths.of(cfg).tokenizer_notes, **opts)
 
 
 def lexicon_check(cfg: Config) -> dict | None:
