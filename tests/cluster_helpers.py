@@ -56,6 +56,27 @@ def _fail(why: str, folder: Path) -> None:
     pytest.fail(f"the one-node Slurm cluster did not start: {why}{logs}")
 
 
+def _stop_what_is_left(folder: Path, conf: Path, wait_s: float = 5.0) -> None:
+    """Kill this cluster's daemons that outlive its shutdown (its ``SLURM_CONF``, or its folder as working
+    directory): a ``slurmstepd`` whose job-complete message finds no controller retries it every 24 s for good,
+    and ``slurmd`` waits for it (seen after the job that a test stops with SIGTERM)."""
+    import psutil
+
+    ours = []
+    for proc in psutil.process_iter(["name"]):
+        if (proc.info["name"] or "").startswith("slurm"):
+            try:
+                if proc.environ().get("SLURM_CONF") == str(conf) or proc.cwd() == str(folder):
+                    ours.append(proc)
+            except psutil.Error:
+                pass
+    for proc in ours:
+        if proc.info["name"] == "slurmstepd":  # orphaned: nothing will ever answer it
+            proc.kill()
+    for proc in psutil.wait_procs(ours, timeout=wait_s)[1]:
+        proc.kill()
+
+
 @pytest.fixture(scope="module")
 def slurm_cluster(tmp_path_factory):
     """``{"conf", "partition"}`` of a running one-node cluster; ``SLURM_CONF`` is set for this process and what it
@@ -120,6 +141,7 @@ def slurm_cluster(tmp_path_factory):
             os.kill(int((munge / "munged.pid").read_text()), signal.SIGTERM)
         except (OSError, ValueError):
             pass
+        _stop_what_is_left(d, conf)
         if old is None:
             os.environ.pop("SLURM_CONF", None)
         else:
