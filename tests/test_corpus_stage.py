@@ -125,6 +125,30 @@ def test_processes_cleaning_at_once_share_one_result(tmp_path, data_root):
     assert len(list(out.glob("*/manifest.json"))) == 1 and not list(out.glob("*.work"))
 
 
+UNPICKLE_SCRIPT = """
+import inspect
+from datatrove.pipeline.base import PipelineStep
+from datatrove.utils import _import_utils
+from azllm.corpus import pipeline, stage
+read = _import_utils._is_distribution_available.cache_info().misses
+steps = {v for m in (stage, pipeline) for v in vars(m).values() if isinstance(v, type) and issubclass(v, PipelineStep)}
+steps = [s for s in steps if not inspect.isabstract(s)]
+for step in steps:
+    step.__new__(step)  # what unpickling a step does in a worker: datatrove's dependency check, no __init__
+print(len(steps), _import_utils._is_distribution_available.cache_info().misses - read)
+"""
+
+
+def test_a_worker_forked_after_importing_the_stage_reads_no_package_metadata():
+    """datatrove checks a step's dependencies when a worker unpickles it, reading the metadata of every installed
+    package once per process (~0.25 s, in every worker the forkserver forks): importing the stage, which the
+    forkserver preloads, answers that check for each step the stage uses."""
+    out = subprocess.run([sys.executable, "-c", UNPICKLE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    steps, metadata_reads = map(int, out.stdout.split())
+    assert steps >= 14 and metadata_reads == 0
+
+
 STDIN_SCRIPT = """
 import json, sys
 from azllm.corpus import clean_corpus
