@@ -18,6 +18,7 @@ file's recorded seconds (``tests/durations.json``; :func:`pytest_collection_modi
 alone with a long file at the end. ``AZLLM_TEST_DURATIONS=tests/durations.json make test`` records them again.
 """
 
+import gc
 import json
 import os
 import re
@@ -310,6 +311,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "needs_shared" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """What collection made (the imported stack and the test modules, about a million objects on a worker) frozen,
+    out of the cyclic garbage collector's sight: its full collections, one at the start of every training
+    (accelerate's ``free_memory``, from the Trainer) and those Python starts as a worker's heap grows, then go over
+    what the tests make, not over every module again. Nothing a test makes is frozen; :func:`pytest_unconfigure`
+    hands them back before the interpreter's exit frees them (frozen, triton's bindings report leaks at exit)."""
+    gc.freeze()
+
+
+def pytest_unconfigure(config):
+    """What :func:`pytest_collection_finish` froze, back in the collector's sight for the interpreter's exit."""
+    gc.unfreeze()
 
 
 _SECONDS: Counter = Counter()
