@@ -148,13 +148,21 @@ def test_no_arrow_up(mod):
     assert not up, f"{mod} ({layer(mod)}) imports {up} from a higher layer"
 
 
-IMPORT_DEEPSPEED = "from azllm.gguf import gguf_to_folder\nimport deepspeed, sys\nassert 'mlflow' not in sys.modules"
+IMPORT_DEEPSPEED = """
+import sys
+import azllm
+assert "IPython" not in sys.modules, "IPython"
+from azllm.gguf import gguf_to_folder
+import deepspeed
+assert "mlflow" not in sys.modules, "mlflow"
+"""
 
 
 def test_importing_azllm_prints_nothing():
     """``from azllm.gguf import gguf_to_folder`` (and the DeepSpeed import every Trainer and ``save_pretrained``
-    makes) writes nothing on stdout or stderr: DeepSpeed's "Setting accelerator to CPU" guess is dropped. That
-    DeepSpeed import brings in no mlflow, whose import cost each Trainer's process ~0.75 s (requirements-sagemaker.lock
+    makes) writes nothing on stdout or stderr: DeepSpeed's "Setting accelerator to CPU" guess is dropped. Outside
+    Jupyter, ``import azllm`` imports no IPython (~0.5 s) to learn that it is not in a kernel, and the DeepSpeed
+    import brings in no mlflow, whose import cost each Trainer's process ~0.75 s (requirements-sagemaker.lock
     leaves it out)."""
     import subprocess
     import sys
