@@ -314,7 +314,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """What collection made (the imported stack and the test modules, about a million objects on a worker) frozen,
+    """What collection made (the imported stack and the test modules, about 750,000 objects on a worker) frozen,
     out of the cyclic garbage collector's sight: its full collections, one at the start of every training
     (accelerate's ``free_memory``, from the Trainer) and those Python starts as a worker's heap grows, then go over
     what the tests make, not over every module again. Nothing a test makes is frozen; :func:`pytest_unconfigure`

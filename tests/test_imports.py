@@ -161,7 +161,7 @@ assert "mlflow" not in sys.modules, "mlflow"
 def test_importing_azllm_prints_nothing():
     """``from azllm.gguf import gguf_to_folder`` (and the DeepSpeed import every Trainer and ``save_pretrained``
     makes) writes nothing on stdout or stderr: DeepSpeed's "Setting accelerator to CPU" guess is dropped. Outside
-    Jupyter, ``import azllm`` imports no IPython (~0.5 s) to learn that it is not in a kernel, and the DeepSpeed
+    Jupyter, ``import azllm`` imports no IPython (0.07-0.27 s) to learn that it is not in a kernel, and the DeepSpeed
     import brings in no mlflow, whose import cost each Trainer's process ~0.75 s (requirements-sagemaker.lock
     leaves it out)."""
     import subprocess
