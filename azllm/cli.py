@@ -172,6 +172,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"azllm {args.cmd}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        if args.cmd != "results":  # a long run's pipe is not its reader's choice: that one is an error
+            raise
+        # `azllm results ... | head`: the reader took what it wanted and closed the pipe; what is still buffered
+        # goes to the null device, so the exit's flush raises nothing (the advice in Python's `signal` docs)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         if "torch.distributed" in sys.modules:  # under torchrun (train, sft, prefer): the group goes first
             from .lifecycle import end_distributed
@@ -238,7 +247,8 @@ def _launch(args) -> int:
 
 def _results(args) -> int:
     """``results``: :func:`azllm.results.markdown` of a run's record (:func:`azllm.record.read_record`), or with
-    ``--headline`` its :func:`azllm.results.headline` (the README's block); ``--record`` writes the record."""
+    ``--headline`` its :func:`azllm.results.headline` (the README's block); ``--record`` writes the record (before
+    any output). A reader that closes the pipe early (``| head``) ends it with status 1, quietly (:func:`main`)."""
     from .record import read_record
     from .results import headline, markdown
     from .utils import atomic_write_json

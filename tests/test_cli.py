@@ -1,6 +1,7 @@
 """The command line (azllm.cli): ``--help`` of every subcommand, a quick real call of each one that runs on CPU, and
 every ``azllm ...`` / ``python -m azllm ...`` / ``make ...`` command of the README parsed by the real parser."""
 
+import os
 import re
 import subprocess
 import sys
@@ -61,6 +62,26 @@ def test_the_console_entry_and_python_m(tmp_path):
     for argv in ([sys.executable, "-m", "azllm", "--help"], [str(Path(sys.executable).parent / "azllm"), "--help"]):
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert p.returncode == 0 and "bench encoder PARAMS" in p.stdout, p.stderr[-2000:]
+
+
+def test_results_into_a_pipe_its_reader_closed_ends_with_1_and_no_traceback():
+    """``azllm results docs/default.json | head``: once the reader has gone, the rest of the record is not written
+    and nothing is said of it (before: a BrokenPipeError traceback). Here the reader is gone before the first write,
+    so the pipe is broken whatever the timing; another command keeps the error (a long run's broken pipe is one)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "azllm", "results", "docs/default.json"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+    finally:
+        os.close(w)
+    assert (p.returncode, p.stderr) == (1, "")
 
 
 def test_a_bad_params_file_exits_2(tmp_path, capsys):
