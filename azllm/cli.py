@@ -42,6 +42,7 @@ params file exits 2 with the key's dotted name.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -177,8 +178,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         # `azllm results ... | head`: the reader took what it wanted and closed the pipe; what is still buffered
         # goes to the null device, so the exit's flush raises nothing (the advice in Python's `signal` docs)
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     finally:
@@ -339,8 +338,6 @@ def _sweep(args) -> int:
 def _publish_at_job_end(cfg, stage: str, record: dict) -> None:
     """Inside a SageMaker job whose params set ``publish.repo``: publish the job's export on rank 0
     (:func:`azllm.recipes.publish.publish_job`); a refusal fails the job after its model is saved."""
-    import os
-
     from . import sagemaker
 
     if not (cfg.publish.repo and record.get("export") and sagemaker.job_paths() is not None):
@@ -355,8 +352,6 @@ def _publish_at_job_end(cfg, stage: str, record: dict) -> None:
 
 def _sft(args) -> int:
     """``sft``: :func:`azllm.recipes.sft.sft_command` (inside SageMaker too); prints the run's results.json path."""
-    import os
-
     import torch
 
     if not torch.cuda.is_available():
@@ -443,8 +438,6 @@ def _prepare(args) -> int:
 def _train(args) -> int:
     """``torchrun --nproc-per-node K -m azllm train params.yaml`` works too: the Trainer shards by rank. Inside a
     SageMaker job (``SM_MODEL_DIR`` set) the job's folders are used (:mod:`azllm.sagemaker`)."""
-    import os
-
     import torch
 
     if not torch.cuda.is_available():  # stdout carries the results path alone (DeepSpeed would print its guess)
